@@ -1,0 +1,3 @@
+from simulation.forms import InstrumentImportForm
+
+__all__ = ["InstrumentImportForm"]

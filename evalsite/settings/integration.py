@@ -1,0 +1,26 @@
+"""Integration-test settings: PostgreSQL and Redis from the environment, a real worker.
+
+Defaults point at this machine kind's services (PostgreSQL database ``test`` on 127.0.0.1 with
+trust auth, Redis on 127.0.0.1:6379). Celery is not eager: tasks go through Redis to a worker
+process that the tests start.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dj_database_url
+
+from .base import *  # noqa: F403
+
+SECRET_KEY = "integration-only-secret-key-not-used-anywhere-else-0123456789"
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/test"
+    )
+}
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+CELERY_BROKER_URL = REDIS_URL
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

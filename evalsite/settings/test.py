@@ -1,0 +1,18 @@
+"""Unit-test settings: SQLite in memory, eager Celery, fast hashing."""
+
+from __future__ import annotations
+
+from .base import *  # noqa: F403
+
+DEBUG = False
+SECRET_KEY = "test-only-secret-key-not-used-anywhere-else-0123456789"
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_URL = "memory://"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+LOGGING = {"version": 1, "disable_existing_loggers": False}

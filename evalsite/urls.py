@@ -1,0 +1,34 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from annotation import api as annotation_api
+from annotation import views as annotation_views
+from simulation import api as simulation_api
+
+router = DefaultRouter()
+router.register("conversations", simulation_api.ConversationViewSet, basename="conversation")
+router.register("persona-sets", simulation_api.PersonaSetViewSet, basename="persona-set")
+router.register("targets", simulation_api.TargetViewSet, basename="target")
+router.register("instruments", annotation_api.InstrumentViewSet, basename="instrument")
+
+api_v1 = [
+    path("", include(router.urls)),
+    path("imports/conversations/", simulation_api.ConversationImportView.as_view(), name="import-conversations"),
+    path("imports/personas/", simulation_api.PersonaImportView.as_view(), name="import-personas"),
+    path("imports/instruments/", annotation_api.InstrumentImportView.as_view(), name="import-instruments"),
+]
+
+urlpatterns = [
+    path("", annotation_views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include((api_v1, "api"), namespace="v1")),
+    path("corpus/", include("simulation.urls")),
+    path("", include("annotation.urls")),
+]

@@ -1,0 +1,1 @@
+"""Judges, judge runs and item labels (built in the judging issue)."""

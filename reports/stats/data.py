@@ -1,0 +1,398 @@
+"""Long-form ratings, the N/A policy, category scales and per-unit count tables.
+
+Everything downstream works on a :class:`RatingTable`: one row per unit (a conversation, or a
+(conversation, item) pair when pooling), one column per rater, integer category codes with
+``-1`` for a missing rating, and the derived units x categories count matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Label = Hashable
+Level = Literal["nominal", "ordinal", "interval"]
+NaPolicy = Literal["category", "exclude"]
+
+LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
+NA_POLICIES: tuple[NaPolicy, ...] = ("category", "exclude")
+DEFAULT_NA_LABELS: tuple[str, ...] = ("N/A", "NA", "na", "n/a")
+NA_CATEGORY = "N/A"
+
+
+class StatsInputError(ValueError):
+    """Input the statistics cannot be computed from (bad level, unknown label, duplicate)."""
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One rating in long form; ``label`` is None when the rating is missing."""
+
+    unit: Hashable
+    rater: Hashable
+    item: Hashable
+    label: Label | None
+
+
+def is_missing(label: object) -> bool:
+    """Tell whether a label means "no rating": None, NaN, pandas NA, or a blank string."""
+    if label is None:
+        return True
+    if isinstance(label, float) and math.isnan(label):
+        return True
+    if isinstance(label, str) and not label.strip():
+        return True
+    return type(label).__name__ in ("NAType", "NaTType")
+
+
+def is_na_label(label: object, na_labels: Iterable[str] = DEFAULT_NA_LABELS) -> bool:
+    """Tell whether a label is the "not applicable" answer (case-insensitive, trimmed)."""
+    if not isinstance(label, str):
+        return False
+    folded = {s.strip().casefold() for s in na_labels}
+    return label.strip().casefold() in folded
+
+
+def as_number(label: object) -> float | None:
+    """Return the finite numeric value of a label ("3", 3, 2.5), or None if it has none."""
+    if isinstance(label, bool):
+        return None
+    if isinstance(label, int | float | np.integer | np.floating):
+        value = float(label)
+    elif isinstance(label, str):
+        try:
+            value = float(label.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _sort_key(label: Label) -> tuple[int, float, str]:
+    number = as_number(label)
+    if number is not None:
+        return (0, number, str(label))
+    return (1, 0.0, str(label))
+
+
+def sort_labels(labels: Iterable[Label]) -> tuple[Label, ...]:
+    """Sort labels: numeric-like labels by value first, then the rest alphabetically."""
+    return tuple(sorted(set(labels), key=_sort_key))
+
+
+def _iter_rows(ratings: Any) -> Iterable[tuple[Any, Any, Any, Any]]:
+    if hasattr(ratings, "columns") and hasattr(ratings, "itertuples"):  # a pandas DataFrame
+        missing = {"unit", "rater", "item", "label"} - set(ratings.columns)
+        if missing:
+            raise StatsInputError(f"ratings table lacks column(s): {', '.join(sorted(missing))}")
+        yield from ratings[["unit", "rater", "item", "label"]].itertuples(index=False, name=None)
+        return
+    for row in ratings:
+        if isinstance(row, Rating):
+            yield (row.unit, row.rater, row.item, row.label)
+        elif isinstance(row, Mapping):
+            yield (row["unit"], row["rater"], row["item"], row.get("label"))
+        else:
+            unit, rater, item, label = row
+            yield (unit, rater, item, label)
+
+
+@dataclass(frozen=True)
+class NormalisedRatings:
+    """Ratings after the N/A policy: non-missing ratings plus what was dropped and why."""
+
+    ratings: tuple[Rating, ...]
+    items: tuple[Hashable, ...]
+    n_missing: Mapping[Hashable, int]
+    n_na_excluded: Mapping[Hashable, int]
+    na_policy: NaPolicy
+
+
+def normalise_ratings(
+    ratings: Any,
+    *,
+    na: NaPolicy = "category",
+    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+) -> NormalisedRatings:
+    """Apply the N/A policy to long-form ratings and drop missing ones, counting both.
+
+    ``ratings`` is an iterable of :class:`Rating`, of ``(unit, rater, item, label)`` tuples, of
+    mappings with those keys, or a pandas DataFrame with those columns. Missing labels (None,
+    NaN, blank) are dropped and counted per item. N/A answers (``na_labels``, compared
+    case-insensitively) become the single category ``"N/A"`` when ``na="category"`` and are
+    dropped like missing ratings when ``na="exclude"``. String labels are trimmed. Two ratings
+    of the same (unit, rater, item) raise :class:`StatsInputError`. Items keep the order in
+    which they first appear.
+    """
+    if na not in NA_POLICIES:
+        raise StatsInputError(f"na must be one of {NA_POLICIES}, not {na!r}")
+    na_labels = tuple(na_labels)
+    kept: list[Rating] = []
+    items: dict[Hashable, None] = {}
+    n_missing: dict[Hashable, int] = {}
+    n_na: dict[Hashable, int] = {}
+    seen: set[tuple[Hashable, Hashable, Hashable]] = set()
+    for unit, rater, item, label in _iter_rows(ratings):
+        key = (unit, rater, item)
+        if key in seen:
+            raise StatsInputError(
+                f"duplicate rating: unit {unit!r}, rater {rater!r}, item {item!r} appears twice"
+            )
+        seen.add(key)
+        items.setdefault(item, None)
+        n_missing.setdefault(item, 0)
+        n_na.setdefault(item, 0)
+        if is_missing(label):
+            n_missing[item] += 1
+            continue
+        if isinstance(label, str):
+            label = label.strip()
+        if is_na_label(label, na_labels):
+            if na == "exclude":
+                n_na[item] += 1
+                continue
+            label = NA_CATEGORY
+        kept.append(Rating(unit, rater, item, label))
+    return NormalisedRatings(tuple(kept), tuple(items), n_missing, n_na, na)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The categories in column order and, for ordinal/interval data, their numeric values."""
+
+    categories: tuple[Label, ...]
+    values: tuple[float, ...] | None
+    declared: bool  # True when the caller listed the categories (``order``)
+
+
+def build_scale(
+    labels: Iterable[Label],
+    *,
+    level: Level = "nominal",
+    order: Sequence[Label] | None = None,
+) -> Scale:
+    """Fix the category columns and their values for the observed labels.
+
+    With ``order`` the scale is exactly those labels in that order (unused ones included, which
+    matters for Gwet's AC1); a label outside it raises :class:`StatsInputError`. Without it,
+    the observed labels are sorted (numbers by value). Ordinal and interval data need an order:
+    ``order`` or labels that are all numeric. Interval distances use the numeric values when
+    every label is numeric, otherwise the positions 1..q of ``order`` (equal spacing).
+    """
+    if level not in LEVELS:
+        raise StatsInputError(f"level must be one of {LEVELS}, not {level!r}")
+    observed = set(labels)
+    if order is not None:
+        categories = tuple(dict.fromkeys(order))
+        outside = observed - set(categories)
+        if outside:
+            shown = ", ".join(repr(x) for x in sort_labels(outside))
+            raise StatsInputError(f"label(s) {shown} not in the declared order {categories!r}")
+    else:
+        categories = sort_labels(observed)
+    if level == "nominal":
+        return Scale(categories, None, order is not None)
+    numbers = [as_number(c) for c in categories]
+    if all(n is not None for n in numbers):
+        values = tuple(float(n) for n in numbers if n is not None)
+        if len(set(values)) != len(values):
+            raise StatsInputError(f"two labels share a numeric value in {categories!r}")
+        if order is not None and level == "ordinal":
+            values = tuple(float(i) for i in range(1, len(categories) + 1))
+    elif order is not None:
+        values = tuple(float(i) for i in range(1, len(categories) + 1))
+    else:
+        bad = [c for c, n in zip(categories, numbers, strict=True) if n is None]
+        raise StatsInputError(
+            f"{level} data need numeric labels or an explicit order; "
+            f"non-numeric label(s): {', '.join(repr(b) for b in bad)}"
+        )
+    if order is None:
+        # Numeric labels without a declared order: sort columns by value.
+        pairs = sorted(zip(values, categories, strict=True), key=lambda p: p[0])
+        values = tuple(v for v, _ in pairs)
+        categories = tuple(c for _, c in pairs)
+    return Scale(categories, values, order is not None)
+
+
+@dataclass(frozen=True, eq=False)
+class RatingTable:
+    """Units x raters category codes (``-1`` = missing) and the units x categories counts.
+
+    Only units with at least one rating and raters with at least one rating are kept.
+    ``values`` holds the numeric value of each category for ordinal/interval data.
+    """
+
+    units: tuple[Hashable, ...]
+    raters: tuple[Hashable, ...]
+    categories: tuple[Label, ...]
+    values: np.ndarray | None
+    codes: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return len(self.units)
+
+    @property
+    def n_raters(self) -> int:
+        return len(self.raters)
+
+    @property
+    def n_ratings(self) -> int:
+        return int(self.counts.sum())
+
+    @classmethod
+    def from_codes(
+        cls,
+        codes: np.ndarray,
+        *,
+        units: Sequence[Hashable],
+        raters: Sequence[Hashable],
+        categories: Sequence[Label],
+        values: Sequence[float] | None = None,
+    ) -> RatingTable:
+        """Build a table from a units x raters code matrix, dropping empty rows and columns."""
+        codes = np.asarray(codes, dtype=np.int64).reshape(len(units), len(raters))
+        q = len(categories)
+        if codes.size and (codes.max() >= q or codes.min() < -1):
+            raise StatsInputError("category code out of range")
+        rated = codes >= 0
+        keep_u = rated.any(axis=1)
+        keep_r = rated.any(axis=0)
+        codes = codes[keep_u][:, keep_r]
+        counts = count_matrix(codes, q)
+        return cls(
+            units=tuple(u for u, k in zip(units, keep_u, strict=True) if k),
+            raters=tuple(r for r, k in zip(raters, keep_r, strict=True) if k),
+            categories=tuple(categories),
+            values=None if values is None else np.asarray(values, dtype=float),
+            codes=codes,
+            counts=counts,
+        )
+
+    @classmethod
+    def from_matrix(
+        cls,
+        matrix: Sequence[Sequence[Any]] | np.ndarray,
+        *,
+        level: Level = "nominal",
+        order: Sequence[Label] | None = None,
+        raters: Sequence[Hashable] | None = None,
+        units: Sequence[Hashable] | None = None,
+    ) -> RatingTable:
+        """Build a table from a units x raters matrix of labels (None/NaN/blank = missing)."""
+        rows = [list(r) for r in (matrix.tolist() if isinstance(matrix, np.ndarray) else matrix)]
+        n_raters = max((len(r) for r in rows), default=0)
+        if any(len(r) != n_raters for r in rows):
+            raise StatsInputError("every unit needs one entry per rater (use None for missing)")
+        cells = [[None if is_missing(x) else x for x in r] for r in rows]
+        scale = build_scale((x for r in cells for x in r if x is not None), level=level, order=order)
+        index = {c: i for i, c in enumerate(scale.categories)}
+        codes = np.array(
+            [[-1 if x is None else index[x] for x in r] for r in cells], dtype=np.int64
+        ).reshape(len(rows), n_raters)
+        return cls.from_codes(
+            codes,
+            units=list(units) if units is not None else list(range(len(rows))),
+            raters=list(raters) if raters is not None else list(range(n_raters)),
+            categories=scale.categories,
+            values=scale.values,
+        )
+
+
+def count_matrix(codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """Count, per unit (row), how many raters chose each category; ``-1`` codes are ignored."""
+    codes = np.asarray(codes, dtype=np.int64)
+    n_units = codes.shape[0]
+    rows = np.broadcast_to(np.arange(n_units)[:, None], codes.shape)
+    ok = codes >= 0
+    flat = rows[ok] * n_categories + codes[ok]
+    counts = np.bincount(flat, minlength=n_units * n_categories)
+    return counts.reshape(n_units, n_categories).astype(np.int64)
+
+
+def build_tables(
+    ratings: Sequence[Rating],
+    items: Sequence[Hashable],
+    scale: Scale,
+) -> tuple[dict[Hashable, RatingTable], RatingTable]:
+    """Group ratings into one table per item and a pooled table of (unit, item) units.
+
+    Per-item tables keep only the categories observed in the item unless the scale was
+    declared; the pooled table keeps every observed category.
+    """
+    index = {c: i for i, c in enumerate(scale.categories)}
+    by_item: dict[Hashable, list[Rating]] = {item: [] for item in items}
+    for r in ratings:
+        by_item[r.item].append(r)
+    tables = {item: _table(rows, scale, index, pooled=False) for item, rows in by_item.items()}
+    return tables, _table(ratings, scale, index, pooled=True)
+
+
+def _table(
+    rows: Sequence[Rating], scale: Scale, index: Mapping[Label, int], *, pooled: bool
+) -> RatingTable:
+    unit_ix: dict[Hashable, int] = {}
+    rater_ix: dict[Hashable, int] = {}
+    u = np.empty(len(rows), dtype=np.int64)
+    r = np.empty(len(rows), dtype=np.int64)
+    c = np.empty(len(rows), dtype=np.int64)
+    for k, row in enumerate(rows):
+        key = (row.unit, row.item) if pooled else row.unit
+        u[k] = unit_ix.setdefault(key, len(unit_ix))
+        r[k] = rater_ix.setdefault(row.rater, len(rater_ix))
+        c[k] = index[row.label]
+    categories = scale.categories
+    values = scale.values
+    if not scale.declared:
+        used = np.unique(c)
+        remap = np.full(len(categories), -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        c = remap[c]
+        categories = tuple(categories[i] for i in used)
+        values = None if values is None else tuple(values[i] for i in used)
+    codes = np.full((len(unit_ix), len(rater_ix)), -1, dtype=np.int64)
+    codes[u, r] = c
+    return RatingTable.from_codes(
+        codes, units=list(unit_ix), raters=list(rater_ix), categories=categories, values=values
+    )
+
+
+def as_counts(data: RatingTable | Any) -> np.ndarray:
+    """Return a float units x categories count matrix without units that have no rating."""
+    counts = data.counts if isinstance(data, RatingTable) else np.asarray(data, dtype=float)
+    if counts.ndim != 2:
+        raise StatsInputError("counts must be a units x categories matrix")
+    if (counts < 0).any():
+        raise StatsInputError("counts must be non-negative")
+    counts = counts.astype(float)
+    return counts[counts.sum(axis=1) > 0]
+
+
+def unit_coincidences(counts: np.ndarray) -> np.ndarray:
+    """Return each unit's contribution to Krippendorff's coincidence matrix (units x q x q).
+
+    A unit with m_u >= 2 values adds (n_uc * n_uk - [c == k] * n_uc) / (m_u - 1) to o_ck
+    (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability", section C); units with
+    fewer than two values are not pairable and add nothing.
+    """
+    counts = np.asarray(counts, dtype=float)
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    outer = counts[:, :, None] * counts[:, None, :]
+    diag = np.einsum("uc,ck->uck", counts, np.eye(counts.shape[1]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (outer - diag) / np.where(pairable, m - 1, 1)[:, None, None]
+    out[~pairable] = 0.0
+    return out
+
+
+def coincidence_matrix(data: RatingTable | Any) -> np.ndarray:
+    """Return Krippendorff's q x q coincidence matrix o_ck of a count table."""
+    return unit_coincidences(as_counts(data)).sum(axis=0)

@@ -1,0 +1,162 @@
+"""Reads of the corpus: personas, targets, conversations. Access checks live here."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+
+from annotation.roles import can_view_corpus
+
+from .models import Conversation, Message, Persona, PersonaSet, Target
+
+
+def _require_corpus(user: AbstractBaseUser | AnonymousUser) -> None:
+    # 404, not 403: an outsider learns nothing about what exists.
+    if not can_view_corpus(user):
+        raise Http404("not found")
+
+
+def conversation_list_for_user(
+    user: AbstractBaseUser | AnonymousUser,
+    *,
+    persona_id: int | None = None,
+    target_id: int | None = None,
+    source: str | None = None,
+    flagged: bool | None = None,
+) -> QuerySet[Conversation]:
+    """Return the unblinded corpus for researchers, coordinators and admins."""
+    _require_corpus(user)
+    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by("id")
+    if persona_id:
+        qs = qs.filter(persona_id=persona_id)
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    if source:
+        qs = qs.filter(source=source)
+    if flagged is not None:
+        qs = qs.filter(integrity_ok=not flagged)
+    return qs
+
+
+def conversation_get_for_corpus(user: AbstractBaseUser | AnonymousUser, *, code: str) -> Conversation:
+    _require_corpus(user)
+    try:
+        return (
+            Conversation.objects.select_related("persona__persona_set", "target")
+            .prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index")))
+            .get(code=code)
+        )
+    except Conversation.DoesNotExist as exc:
+        raise Http404("not found") from exc
+
+
+def persona_set_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PersonaSet]:
+    _require_corpus(user)
+    return PersonaSet.objects.all().order_by("key", "-version")
+
+
+def persona_set_get(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> PersonaSet:
+    _require_corpus(user)
+    try:
+        return PersonaSet.objects.prefetch_related(
+            Prefetch("personas", queryset=Persona.objects.order_by("position"))
+        ).get(pk=pk)
+    except PersonaSet.DoesNotExist as exc:
+        raise Http404("not found") from exc
+
+
+def target_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Target]:
+    _require_corpus(user)
+    return Target.objects.all().order_by("code")
+
+
+def _export_rows(qs: QuerySet[Conversation]) -> Iterator[Conversation]:
+    yield from qs.prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index"))).iterator(
+        chunk_size=500
+    )
+
+
+def conversation_as_record(conversation: Conversation) -> dict:
+    """Return a conversation in the project's JSONL import format (round-trips)."""
+    record: dict = {"id": conversation.external_id or conversation.code}
+    if conversation.persona is not None:
+        record["persona_set"] = conversation.persona.persona_set.key
+        record["persona"] = conversation.persona.key
+    if conversation.target is not None:
+        record["target"] = {
+            "model": conversation.target.model,
+            "code": conversation.target.code,
+            "name": conversation.target.name,
+        }
+    if conversation.run_index is not None:
+        record["run_index"] = conversation.run_index
+    record["sensitive"] = conversation.sensitive
+    record["messages"] = [{"role": m.role, "content": m.content} for m in conversation.messages.all()]
+    record["metadata"] = {
+        **conversation.metadata,
+        "evalsite_code": conversation.code,
+        "integrity_ok": conversation.integrity_ok,
+        "integrity_flags": conversation.integrity_flags,
+    }
+    return record
+
+
+def conversations_export_jsonl(qs: QuerySet[Conversation]) -> Iterator[str]:
+    for conversation in _export_rows(qs):
+        yield json.dumps(conversation_as_record(conversation), ensure_ascii=False) + "\n"
+
+
+CSV_COLUMNS = [
+    "conversation_code",
+    "external_id",
+    "persona_set",
+    "persona",
+    "target_code",
+    "target_model",
+    "source",
+    "run_index",
+    "integrity_ok",
+    "turn_index",
+    "role",
+    "content",
+]
+
+
+def conversations_export_csv(qs: QuerySet[Conversation]) -> Iterator[str]:
+    """Yield CSV text, one row per message (long format), header first."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def flush() -> str:
+        value = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)
+        return value
+
+    writer.writerow(CSV_COLUMNS)
+    yield flush()
+    for c in _export_rows(qs):
+        for m in c.messages.all():
+            writer.writerow(
+                [
+                    c.code,
+                    c.external_id,
+                    c.persona.persona_set.key if c.persona else "",
+                    c.persona.key if c.persona else "",
+                    c.target.code if c.target else "",
+                    c.target.model if c.target else "",
+                    c.source,
+                    "" if c.run_index is None else c.run_index,
+                    "" if c.integrity_ok is None else c.integrity_ok,
+                    m.turn_index,
+                    m.role,
+                    m.content,
+                ]
+            )
+        yield flush()
