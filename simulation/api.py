@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from annotation.permissions import CanImport, CanViewCorpus
 
 from . import selectors, services
+from .models import Conversation, PersonaSet, Target
 from .serializers import (
     ConversationDetailSerializer,
     ConversationImportResponseSerializer,
@@ -29,6 +30,7 @@ from .uploads import read_upload
 class ConversationViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [CanViewCorpus]
     lookup_field = "code"
+    queryset = Conversation.objects.none()  # for the schema; get_queryset applies access rules
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         params = self.request.query_params
@@ -67,6 +69,7 @@ class ConversationViewSet(viewsets.ReadOnlyModelViewSet):
 
 class PersonaSetViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [CanViewCorpus]
+    queryset = PersonaSet.objects.none()
     serializer_class = PersonaSetSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
@@ -75,6 +78,7 @@ class PersonaSetViewSet(viewsets.ReadOnlyModelViewSet):
 
 class TargetViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [CanViewCorpus]
+    queryset = Target.objects.none()
     serializer_class = TargetSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]

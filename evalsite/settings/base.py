@@ -164,6 +164,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "InstrumentKindEnum": "annotation.models.InstrumentKind",
+        "TargetKindEnum": "simulation.models.Target.Kind",
+    },
 }
 
 # Celery: Redis when REDIS_URL is set, otherwise a filesystem broker under var/ so a real

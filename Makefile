@@ -1,0 +1,42 @@
+# The README's two commands: `make run` (set up, seed the demo, serve with a worker) and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export LITELLM_LOCAL_MODEL_COST_MAP ?= True
+export HF_HUB_OFFLINE ?= 1
+ADDR ?= 127.0.0.1:8000
+
+.PHONY: run test test-unit test-integration install install-dev lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo --if-empty
+	$(PY) manage.py serve $(ADDR)
+
+# Unit and browser tests on SQLite with eager Celery, then the integration module on
+# PostgreSQL + Redis + a real worker (skipped with a reason when those are absent, failed in CI).
+test: install-dev
+	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+	DJANGO_SETTINGS_MODULE=evalsite.settings.integration $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS)
+
+test-unit: install-dev
+	$(PY) -m pytest -m "not integration and not browser" $(PYTEST_ARGS)
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf var .pytest_cache

@@ -1,0 +1,242 @@
+"""Command line: ``python -m reports.stats agreement FILE.csv [options]``, no database needed.
+
+FILE.csv has the header ``unit,rater,item,label`` (any column order, extra columns ignored);
+an empty label is a missing rating. Input errors print ``error: FILE, line N, column C: ...``
+on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data import (
+    DEFAULT_NA_LABELS,
+    LEVELS,
+    NA_POLICIES,
+    StatsInputError,
+    as_number,
+    is_missing,
+    is_na_label,
+)
+from .report import AgreementReport, ItemAgreement, agreement_report
+
+COLUMNS = ("unit", "rater", "item", "label")
+
+
+@dataclass(frozen=True)
+class CsvInputError(Exception):
+    """A problem in the input file, located by line and column when possible."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.column is not None:
+            where += f", column {self.column!r}"
+        return f"{where}: {self.message}"
+
+
+def read_ratings_csv(path: str | Path) -> list[tuple[str, str, str, str | None]]:
+    """Read long-form ratings from a CSV file; blank labels become None.
+
+    Raises :class:`CsvInputError` naming the file, line and column of the first problem:
+    missing header columns, wrong field count, blank unit/rater/item, or a duplicate rating.
+    """
+    name = str(path)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            rows = list(enumerate(csv.reader(fh), start=1))
+    except FileNotFoundError:
+        raise CsvInputError(name, "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise CsvInputError(name, f"not UTF-8 text ({exc.reason})") from None
+    except csv.Error as exc:
+        raise CsvInputError(name, f"malformed CSV: {exc}") from None
+    except OSError as exc:
+        raise CsvInputError(name, f"cannot read file: {exc.strerror or exc}") from None
+    rows = [(n, r) for n, r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise CsvInputError(name, "empty file; expected the header unit,rater,item,label", 1)
+    header_line, header = rows[0]
+    header = [h.strip().lower() for h in header]
+    for col in COLUMNS:
+        if header.count(col) != 1:
+            problem = "missing" if col not in header else "repeated"
+            raise CsvInputError(
+                name, f"header column {col!r} {problem}; expected unit,rater,item,label", header_line
+            )
+    where = {col: header.index(col) for col in COLUMNS}
+    out: list[tuple[str, str, str, str | None]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise CsvInputError(
+                name, f"expected {len(header)} fields, found {len(row)}", line
+            )
+        unit, rater, item, label = (row[where[c]].strip() for c in COLUMNS)
+        for col, value in (("unit", unit), ("rater", rater), ("item", item)):
+            if not value:
+                raise CsvInputError(name, f"{col} is empty", line, col)
+        key = (unit, rater, item)
+        if key in seen:
+            raise CsvInputError(
+                name, f"duplicate rating of unit {unit!r} by {rater!r} on item {item!r} "
+                f"(first on line {seen[key]})", line,
+            )
+        seen[key] = line
+        out.append((unit, rater, item, label or None))
+    if not out:
+        raise CsvInputError(name, "no rating rows after the header", header_line)
+    return out
+
+
+def _check_labels(
+    path: str,
+    rows: Sequence[tuple[str, str, str, str | None]],
+    *,
+    level: str,
+    na: str,
+    order: Sequence[str] | None,
+) -> None:
+    # Locate scale problems by line here; the library would only name the label.
+    allowed = None if order is None else {x.strip() for x in order}
+    for line, (_, _, _, label) in enumerate(rows, start=2):
+        if is_missing(label):
+            continue
+        assert label is not None
+        na_label = is_na_label(label, DEFAULT_NA_LABELS)
+        if na_label and na == "exclude":
+            continue
+        if allowed is not None:
+            if label not in allowed and not (na_label and any(is_na_label(x) for x in allowed)):
+                raise CsvInputError(path, f"label {label!r} is not in --order", line, "label")
+        elif level != "nominal" and as_number(label) is None:
+            hint = " (use --na exclude or --order)" if na_label else " (use --order)"
+            raise CsvInputError(
+                path, f"{level} level needs numeric labels, found {label!r}{hint}", line, "label"
+            )
+
+
+def _fmt(value: float | None, ci: object = None) -> str:
+    text = "n/a" if value is None else f"{value:.3f}"
+    if ci is not None and getattr(ci, "low", None) is not None:
+        text += f" [{ci.low:.3f}, {ci.high:.3f}]"  # type: ignore[attr-defined]
+    return text
+
+
+def _row(label: str, a: ItemAgreement) -> list[str]:
+    cis = a.cis
+    cells = [
+        label,
+        str(a.n_units),
+        str(a.n_raters),
+        str(a.n_ratings),
+        _fmt(a.percent_agreement, cis.get("percent_agreement")),
+        _fmt(a.fleiss_kappa, cis.get("fleiss_kappa")),
+        _fmt(a.fleiss_p0),
+        _fmt(a.fleiss_pe),
+        _fmt(a.cohen_kappa_mean, cis.get("cohen_kappa_mean")),
+        _fmt(a.krippendorff_alpha, cis.get("krippendorff_alpha")),
+    ]
+    if a.level != "nominal":
+        cells.append(_fmt(a.krippendorff_alpha_nominal, cis.get("krippendorff_alpha_nominal")))
+    cells.append(_fmt(a.gwet_ac1, cis.get("gwet_ac1")))
+    return cells
+
+
+def format_table(report: AgreementReport, source: str) -> str:
+    """Render the report as a plain-text table followed by the notes."""
+    head = ["item", "units", "raters", "ratings", "%agree", "Fleiss k", "P0", "Pe",
+            "mean Cohen k", f"alpha ({report.level})"]
+    if report.level != "nominal":
+        head.append("alpha (nominal)")
+    head.append("Gwet AC1")
+    body = [_row("pooled", report.pooled)]
+    body += [_row(str(k), v) for k, v in report.items.items()]
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    lines = [f"Agreement for {source}"]
+    setup = f"level: {report.level}; N/A: {report.na_policy}"
+    if report.n_resamples:
+        setup += (
+            f"; bootstrap: {report.n_resamples} unit resamples, seed {report.seed}, "
+            f"{report.confidence:.0%} percentile intervals in brackets"
+        )
+    lines.append(setup)
+    lines.append("pooled: every (unit, item) pair is one unit")
+    lines.append("")
+    for r in [head, *body]:
+        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
+    notes = [("pooled", report.pooled.notes)] + [(f"item {k}", v.notes) for k, v in report.items.items()]
+    if any(n for _, n in notes):
+        lines += ["", "Notes:"]
+        lines += [f"  {where}: {note}" for where, ns in notes for note in ns]
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``python -m reports.stats``."""
+    parser = argparse.ArgumentParser(prog="python -m reports.stats", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    agree = sub.add_parser("agreement", help="inter-rater agreement of a long-form CSV file")
+    agree.add_argument("file", help="CSV with header unit,rater,item,label (empty label = missing)")
+    agree.add_argument("--level", choices=LEVELS, default="nominal", help="Krippendorff alpha level")
+    agree.add_argument("--na", choices=NA_POLICIES, default="category", help="N/A as a category or excluded")
+    agree.add_argument("--bootstrap", type=_non_negative, default=0, metavar="N", help="unit resamples for CIs")
+    agree.add_argument("--seed", type=int, default=None, metavar="S", help="random seed of the bootstrap")
+    agree.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+    agree.add_argument("--order", default=None, help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'")
+    agree.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 bad input)."""
+    args = build_parser().parse_args(argv)
+    if not 0 < args.confidence < 1:
+        print("error: --confidence must lie strictly between 0 and 1", file=sys.stderr)
+        return 2
+    order = [x.strip() for x in args.order.split(",")] if args.order else None
+    try:
+        rows = read_ratings_csv(args.file)
+        _check_labels(args.file, rows, level=args.level, na=args.na, order=order)
+        report = agreement_report(
+            rows,
+            level=args.level,
+            na=args.na,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            order=order,
+            confidence=args.confidence,
+        )
+    except CsvInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StatsInputError as exc:
+        print(f"error: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(format_table(report, args.file))
+    return 0

@@ -1,0 +1,357 @@
+"""The agreement report: every coefficient per item and pooled over items, with bootstrap CIs."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .agreement import (
+    CohenSummary,
+    FleissKappa,
+    GwetAC1,
+    cohen_mean_batched,
+    fleiss_batched,
+    fleiss_kappa,
+    gwet_ac1,
+    gwet_batched,
+    pairwise_cohen,
+    percent_agreement,
+    percent_agreement_batched,
+)
+from .alpha import KrippendorffAlpha, alpha_batched, krippendorff_alpha
+from .bootstrap import Batched, ConfidenceInterval, bootstrap_intervals
+from .data import (
+    DEFAULT_NA_LABELS,
+    NA_CATEGORY,
+    Label,
+    Level,
+    NaPolicy,
+    RatingTable,
+    build_scale,
+    build_tables,
+    is_na_label,
+    normalise_ratings,
+)
+
+STATISTICS: tuple[str, ...] = (
+    "percent_agreement",
+    "fleiss_kappa",
+    "cohen_kappa_mean",
+    "krippendorff_alpha",
+    "krippendorff_alpha_nominal",
+    "gwet_ac1",
+)
+
+
+@dataclass(frozen=True)
+class ItemAgreement:
+    """Agreement among raters on one item (or pooled: each (unit, item) pair is a unit).
+
+    ``n_units`` counts units with at least one rating, ``n_units_pairable`` those with two or
+    more (the ones agreement is measured on). ``base_rates`` are shares of all non-missing
+    ratings. ``cis`` holds percentile bootstrap intervals keyed by the names in
+    :data:`STATISTICS` (empty without bootstrap). ``notes`` explain every None.
+    """
+
+    item: Hashable | None
+    level: Level
+    na_policy: NaPolicy
+    categories: tuple[Label, ...]
+    n_units: int
+    n_units_pairable: int
+    n_raters: int
+    n_ratings: int
+    n_missing: int
+    n_na_excluded: int
+    label_counts: dict[Label, int]
+    base_rates: dict[Label, float]
+    percent_agreement: float | None
+    fleiss: FleissKappa
+    cohen: CohenSummary
+    krippendorff: KrippendorffAlpha
+    krippendorff_nominal: KrippendorffAlpha
+    gwet: GwetAC1
+    cis: dict[str, ConfidenceInterval]
+    notes: tuple[str, ...]
+
+    @property
+    def fleiss_kappa(self) -> float | None:
+        return self.fleiss.kappa
+
+    @property
+    def fleiss_p0(self) -> float | None:
+        return self.fleiss.p0
+
+    @property
+    def fleiss_pe(self) -> float | None:
+        return self.fleiss.pe
+
+    @property
+    def cohen_kappa_mean(self) -> float | None:
+        return self.cohen.mean
+
+    @property
+    def krippendorff_alpha(self) -> float | None:
+        return self.krippendorff.alpha
+
+    @property
+    def krippendorff_alpha_nominal(self) -> float | None:
+        return self.krippendorff_nominal.alpha
+
+    @property
+    def gwet_ac1(self) -> float | None:
+        return self.gwet.ac1
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready mapping; None stays None (null) and ``notes`` say why."""
+        out: dict[str, Any] = {
+            "item": None if self.item is None else str(self.item),
+            "level": self.level,
+            "na_policy": self.na_policy,
+            "categories": [str(c) for c in self.categories],
+            "n_units": self.n_units,
+            "n_units_pairable": self.n_units_pairable,
+            "n_raters": self.n_raters,
+            "n_ratings": self.n_ratings,
+            "n_missing": self.n_missing,
+            "n_na_excluded": self.n_na_excluded,
+            "label_counts": {str(k): v for k, v in self.label_counts.items()},
+            "base_rates": {str(k): v for k, v in self.base_rates.items()},
+            "percent_agreement": self.percent_agreement,
+            "fleiss_kappa": self.fleiss_kappa,
+            "fleiss_p0": self.fleiss_p0,
+            "fleiss_pe": self.fleiss_pe,
+            "cohen_kappa_mean": self.cohen_kappa_mean,
+            "cohen_pairs": [
+                {
+                    "rater_a": str(p.rater_a),
+                    "rater_b": str(p.rater_b),
+                    "kappa": p.kappa,
+                    "po": p.po,
+                    "pe": p.pe,
+                    "n": p.n,
+                    "note": p.note,
+                }
+                for p in self.cohen.pairs
+            ],
+            "krippendorff_level": self.level,
+            "krippendorff_alpha": self.krippendorff_alpha,
+            "krippendorff_alpha_nominal": self.krippendorff_alpha_nominal,
+            "krippendorff_observed_disagreement": self.krippendorff.observed_disagreement,
+            "krippendorff_expected_disagreement": self.krippendorff.expected_disagreement,
+            "gwet_ac1": self.gwet_ac1,
+            "gwet_pa": self.gwet.pa,
+            "gwet_pe": self.gwet.pe,
+            "gwet_q": self.gwet.n_categories,
+        }
+        for name, ci in self.cis.items():
+            out[f"{name}_ci"] = None if ci.low is None else [ci.low, ci.high]
+        if self.cis:
+            out["bootstrap"] = {name: ci.as_dict() for name, ci in self.cis.items()}
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """Agreement pooled over items and per item (keyed by item, in order of appearance)."""
+
+    pooled: ItemAgreement
+    items: dict[Hashable, ItemAgreement]
+    level: Level
+    na_policy: NaPolicy
+    order: tuple[Label, ...] | None
+    n_resamples: int
+    seed: int | None
+    confidence: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready mapping with ``pooled`` and ``items`` (keyed by ``str(item)``)."""
+        return {
+            "level": self.level,
+            "na_policy": self.na_policy,
+            "order": None if self.order is None else [str(x) for x in self.order],
+            "bootstrap": (
+                {
+                    "n_resamples": self.n_resamples,
+                    "seed": self.seed,
+                    "confidence": self.confidence,
+                    "method": "percentile interval; units resampled with replacement",
+                }
+                if self.n_resamples
+                else None
+            ),
+            "pooled": self.pooled.as_dict(),
+            "items": {str(k): v.as_dict() for k, v in self.items.items()},
+        }
+
+
+def _batched(table: RatingTable, level: Level) -> dict[str, Batched]:
+    stats = {
+        "percent_agreement": percent_agreement_batched(table),
+        "fleiss_kappa": fleiss_batched(table),
+        "cohen_kappa_mean": cohen_mean_batched(table),
+        "krippendorff_alpha": alpha_batched(table, level),
+        "gwet_ac1": gwet_batched(table),
+    }
+    if level != "nominal":
+        stats["krippendorff_alpha_nominal"] = alpha_batched(table, "nominal")
+    return stats
+
+
+def item_agreement(
+    table: RatingTable,
+    *,
+    item: Hashable | None = None,
+    level: Level = "nominal",
+    na_policy: NaPolicy = "category",
+    n_missing: int = 0,
+    n_na_excluded: int = 0,
+    n_resamples: int = 0,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    confidence: float = 0.95,
+) -> ItemAgreement:
+    """Compute every agreement coefficient of one rating table, with optional bootstrap CIs.
+
+    Degenerate tables (no rating, one rater, no unit rated twice, one category) give None
+    coefficients and explanatory ``notes``, never NaN. The bootstrap resamples the table's
+    units (see :func:`reports.stats.bootstrap.bootstrap_intervals`).
+    """
+    counts = table.counts
+    n_ratings = table.n_ratings
+    label_counts = {c: int(k) for c, k in zip(table.categories, counts.sum(axis=0), strict=True)}
+    base_rates = {c: k / n_ratings for c, k in label_counts.items()} if n_ratings else {}
+    pairable = int((counts.sum(axis=1) >= 2).sum())
+    alpha = krippendorff_alpha(table, level)
+    nominal = alpha if level == "nominal" else krippendorff_alpha(table, "nominal")
+    results = {
+        "pa": percent_agreement(table),
+        "fleiss": fleiss_kappa(table),
+        "cohen": pairwise_cohen(table),
+        "alpha": alpha,
+        "nominal": nominal,
+        "gwet": gwet_ac1(table),
+    }
+    notes: list[str] = []
+    if n_ratings == 0:
+        notes.append("no ratings: every label is missing")
+    elif table.n_raters == 1:
+        notes.append(f"only one rater ({table.raters[0]!r}): agreement needs two raters")
+    elif pairable == 1:
+        notes.append("only one unit has two or more ratings: estimates rest on a single unit")
+    if n_na_excluded:
+        notes.append(f"{n_na_excluded} N/A rating(s) excluded (N/A policy: exclude)")
+    if n_missing:
+        notes.append(f"{n_missing} missing rating(s) ignored")
+    for result in results.values():
+        if result.note and not (n_ratings == 0 or table.n_raters == 1):
+            notes.append(result.note)
+    cis: dict[str, ConfidenceInterval] = {}
+    if n_resamples and table.n_units:
+        rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+        cis = bootstrap_intervals(
+            _batched(table, level), n_resamples=n_resamples, seed=rng, confidence=confidence
+        )
+        cis = {name: cis[name] for name in STATISTICS if name in cis}
+        if level == "nominal":
+            cis["krippendorff_alpha_nominal"] = cis["krippendorff_alpha"]
+        notes.extend(f"{name} CI: {ci.note}" for name, ci in cis.items() if ci.note)
+    elif n_resamples:
+        notes.append("no units: bootstrap skipped")
+    return ItemAgreement(
+        item=item,
+        level=level,
+        na_policy=na_policy,
+        categories=table.categories,
+        n_units=table.n_units,
+        n_units_pairable=pairable,
+        n_raters=table.n_raters,
+        n_ratings=n_ratings,
+        n_missing=n_missing,
+        n_na_excluded=n_na_excluded,
+        label_counts=label_counts,
+        base_rates=base_rates,
+        percent_agreement=results["pa"].value,
+        fleiss=results["fleiss"],
+        cohen=results["cohen"],
+        krippendorff=alpha,
+        krippendorff_nominal=nominal,
+        gwet=results["gwet"],
+        cis=cis,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def _order_for_policy(
+    order: Sequence[Label] | None, na: NaPolicy, na_labels: Sequence[str]
+) -> tuple[Label, ...] | None:
+    if order is None:
+        return None
+    out: list[Label] = []
+    for label in order:
+        if is_na_label(label, na_labels):
+            if na == "exclude":
+                continue
+            label = NA_CATEGORY
+        out.append(label.strip() if isinstance(label, str) else label)
+    return tuple(dict.fromkeys(out))
+
+
+def agreement_report(
+    ratings: Any,
+    *,
+    level: Level = "nominal",
+    na: NaPolicy = "category",
+    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    bootstrap: int = 0,
+    seed: int | None = None,
+    order: Sequence[Label] | None = None,
+    confidence: float = 0.95,
+) -> AgreementReport:
+    """Compute inter-rater agreement per item and pooled over items from long-form ratings.
+
+    ``ratings``: (unit, rater, item, label) rows (see
+    :func:`reports.stats.data.normalise_ratings`); a missing label is a missing rating.
+    ``na``: "category" keeps N/A as a category, "exclude" drops N/A ratings (AMHART's human
+    reliability: yes/no over applicable ratings). ``level``: Krippendorff's alpha level
+    (nominal alpha is always reported too); ordinal/interval need numeric labels or ``order``.
+    ``order`` also declares the full scale (used by Gwet's AC1 for q). ``bootstrap``: number
+    of unit resamples for percentile CIs, drawn from ``seed`` (a random seed is drawn and
+    recorded when None); every item and the pooled table get independent child streams.
+    Pooled treats each (unit, item) pair as one unit.
+    """
+    na_labels = tuple(na_labels)
+    norm = normalise_ratings(ratings, na=na, na_labels=na_labels)
+    order_used = _order_for_policy(order, na, na_labels)
+    scale = build_scale((r.label for r in norm.ratings), level=level, order=order_used)
+    tables, pooled_table = build_tables(norm.ratings, norm.items, scale)
+    if bootstrap < 0:
+        raise ValueError("bootstrap must be a non-negative number of resamples")
+    if bootstrap and seed is None:
+        seed = secrets.randbits(32)
+    streams = np.random.SeedSequence(seed).spawn(len(tables) + 1) if bootstrap else None
+    common = {"level": level, "na_policy": na, "n_resamples": bootstrap, "confidence": confidence}
+    items = {
+        item: item_agreement(
+            table,
+            item=item,
+            n_missing=norm.n_missing.get(item, 0),
+            n_na_excluded=norm.n_na_excluded.get(item, 0),
+            seed=streams[i + 1] if streams else None,
+            **common,
+        )
+        for i, (item, table) in enumerate(tables.items())
+    }
+    pooled = item_agreement(
+        pooled_table,
+        item=None,
+        n_missing=sum(norm.n_missing.values()),
+        n_na_excluded=sum(norm.n_na_excluded.values()),
+        seed=streams[0] if streams else None,
+        **common,
+    )
+    return AgreementReport(pooled, items, level, na, order_used, bootstrap, seed, confidence)
