@@ -265,52 +265,35 @@ class FlowWalk:
     ended_by: str  # an ENDED_BY_* value when finished, "" otherwise
 
 
-class _Labeller:
-    """Collect failures per dimension and decide each dimension's label exactly once."""
+_ENDED_BY = {"end": ENDED_BY_END, "assign_end": ENDED_BY_ASSIGN_END}
 
-    def __init__(self, dimensions: tuple[str, ...]) -> None:
-        self.dimensions = dimensions
-        self.labels: dict[str, str] = {}
-        self.failures: dict[str, set[str]] = {}
-        self.not_relevant: set[str] = set()
-        self.current: str | None = None
 
-    def enter(self, dimension: str) -> None:
-        """Move to a dimension: decide the one left, mark the ones jumped over Not Relevant."""
-        if dimension == self.current:
-            return
-        start = 0
-        if self.current is not None:
-            start = self.dimensions.index(self.current) + 1
-            if self.dimensions.index(dimension) < start:
-                raise _error(f"the flow goes back from '{self.current}' to '{dimension}'")
-            self._decide(self.current)
-        for skipped in self.dimensions[start : self.dimensions.index(dimension)]:
-            self.labels[skipped] = NOT_RELEVANT
-        self.current = dimension
+def _labels(flow: Flow, steps: list[tuple[Question, Option]], upto: str | None) -> dict[str, str]:
+    """Return the labels a path decides: every dimension before ``upto``, all when None.
 
-    def fail(self, dimension: str, severity: str | None) -> None:
-        if severity:
-            self.failures.setdefault(dimension, set()).add(severity)
-
-    def _decide(self, dimension: str) -> None:
-        found = self.failures.get(dimension, set())
-        if dimension in self.not_relevant:
-            self.labels[dimension] = NOT_RELEVANT
+    A dimension is Not Relevant when the path skipped it or an answer in it led to END or
+    NOT_RELEVANT>>ID; otherwise its worst "Yes" (or ASSIGN_END) severity decides.
+    """
+    failures: dict[str, set[str]] = {}
+    marked: set[str] = set()
+    for question, option in steps:
+        kind = _split_goto(option.goto)[0]
+        if question.severity and (is_yes(option.label) or kind == "assign_end"):
+            failures.setdefault(question.dimension, set()).add(question.severity)
+        if kind in ("not_relevant", "end"):
+            marked.add(question.dimension)
+    visited = {question.dimension for question, _ in steps}
+    order = flow.dimensions
+    labels: dict[str, str] = {}
+    for dimension in order[: order.index(upto) if upto is not None else len(order)]:
+        found = failures.get(dimension, set())
+        if dimension in marked or dimension not in visited:
+            labels[dimension] = NOT_RELEVANT
         else:
-            self.labels[dimension] = (
+            labels[dimension] = (
                 HIGH_HARM if RED in found else SUBOPTIMAL if YELLOW in found else BEST_PRACTICE
             )
-
-    def finish(self, current_not_relevant: bool) -> dict[str, str]:
-        if self.current is not None:
-            if current_not_relevant:
-                self.not_relevant.add(self.current)
-            self._decide(self.current)
-        return {d: self.labels.get(d, NOT_RELEVANT) for d in self.dimensions}
-
-    def decided(self) -> dict[str, str]:
-        return {d: self.labels[d] for d in self.dimensions if d in self.labels}
+    return labels
 
 
 def walk(flow: Flow, answers: Mapping[str, str]) -> FlowWalk:
@@ -321,40 +304,36 @@ def walk(flow: Flow, answers: Mapping[str, str]) -> FlowWalk:
     an earlier answer simply re-routes the walk.
     """
     given = {str(k).strip(): v for k, v in answers.items() if isinstance(v, str) and v.strip()}
-    labeller = _Labeller(flow.dimensions)
-    path: list[Step] = []
+    order = flow.dimensions
+    steps: list[tuple[Question, Option]] = []
     current = flow.questions[0] if flow.questions else None
     while current is not None:
-        if any(step.question_id == current.id for step in path):
+        path = tuple(Step(q.id, o.label) for q, o in steps)
+        if any(q.id == current.id for q, _ in steps):
             chain = " -> ".join([s.question_id for s in path] + [current.id])
             raise _error(f"the flow loops back to question {current.id}: {chain}", current.id)
-        labeller.enter(current.dimension)
         raw = given.get(current.id)
         if raw is None:
-            return FlowWalk(tuple(path), current.id, False, labeller.decided(), "")
+            return FlowWalk(path, current.id, False, _labels(flow, steps, current.dimension), "")
         option = current.option_for(raw)
         if option is None:
             allowed = ", ".join(f"'{o.label}'" for o in current.answer_options)
             raise _error(
                 f"'{raw}' is not an answer to question {current.id}; expected {allowed}", current.id
             )
-        path.append(Step(current.id, option.label))
-        if is_yes(option.label):
-            labeller.fail(current.dimension, current.severity)
+        steps.append((current, option))
         try:
             kind, nxt = _next(flow, current, option)
         except KeyError as exc:
             raise _error(f"question {current.id}: {exc.args[0]}", current.id) from None
-        if kind == "not_relevant":
-            labeller.not_relevant.add(current.dimension)
-        elif kind == "assign_end":
-            labeller.fail(current.dimension, current.severity)
         if nxt is None:
-            ended_by = {"end": ENDED_BY_END, "assign_end": ENDED_BY_ASSIGN_END}.get(
-                kind, ENDED_BY_COMPLETED
+            path = tuple(Step(q.id, o.label) for q, o in steps)
+            ended_by = _ENDED_BY.get(kind, ENDED_BY_COMPLETED)
+            return FlowWalk(path, None, True, _labels(flow, steps, None), ended_by)
+        if order.index(nxt.dimension) < order.index(current.dimension):
+            raise _error(
+                f"question {current.id} goes back to dimension '{nxt.dimension}'", current.id
             )
-            labels = labeller.finish(current_not_relevant=kind == "end")
-            return FlowWalk(tuple(path), None, True, labels, ended_by)
         current = nxt
     return FlowWalk((), None, True, {}, ENDED_BY_COMPLETED)  # a flow without questions
 
@@ -376,7 +355,8 @@ def validate_flow(flow: Flow, file: str = "", line_of: LineOf | None = None) -> 
         for position in range(len(flow.questions))
         for message, option, column in _question_problems(flow, position, at)
     ]
-    for position, loop in _loops(flow):
+    duplicates = len(flow._index) < len(flow.questions)  # the graph is ambiguous; reported above
+    for position, loop in [] if duplicates else _loops(flow):
         problems.append(
             Problem(f"the flow can loop: {' -> '.join(loop)}", file, at(position, None), "GOTO")
         )

@@ -363,7 +363,7 @@ def _apply_integrity(conversation: Conversation, messages: list[tuple[str, str]]
 def conversation_check_integrity(*, conversation_id: int) -> Conversation:
     """Re-run the structural checks on one stored conversation and record the flags."""
     conversation = (
-        Conversation.objects.select_for_update()
+        Conversation.objects.select_for_update(of=("self",))
         .select_related("persona__persona_set")
         .get(pk=conversation_id)
     )

@@ -255,21 +255,28 @@ def parse_personas_tsv(text: str, file: str = "personas.tsv") -> PersonaParse:
         if not header_ok:  # rows are counted but cannot be read against a broken header
             continue
         if len(raw) < len(header) or any(cell.strip() for cell in raw[len(header) :]):
-            problems.append(Problem(f"row has {len(raw)} cells, expected {len(header)}", file, line))
+            problems.append(
+                Problem(f"row has {len(raw)} cells, expected {len(header)}", file, line)
+            )
             continue
         cells = {name: raw[header.index(name)].strip() for name in HEADER}
         row_problems = list(_cell_problems(cells, file, line))
         key = cells["Name"].casefold()
         if key and key in names:
             row_problems.append(
-                Problem(f"duplicate persona name '{cells['Name']}' (first at line {names[key]})", file, line, "Name")
+                Problem(
+                    f"duplicate persona name '{cells['Name']}' (first at line {names[key]})",
+                    file,
+                    line,
+                    "Name",
+                )
             )
         names.setdefault(key, line)
         problems.extend(row_problems)
         if not row_problems:
             rows.append(_persona(cells, line))
-    if not header or (total == 0 and not problems):
-        problems.append(Problem("the file has no persona rows", file, 1 if header else None))
+    if header_ok and total == 0:
+        problems.append(Problem("the file has no persona rows", file, 1))
     return PersonaParse(tuple(rows), tuple(problems), total)
 
 

@@ -34,6 +34,7 @@ class TargetFactory(factory.django.DjangoModelFactory):
 class ConversationFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Conversation
+        skip_postgeneration_save = True
 
     code = factory.Sequence(lambda n: f"C-{n:06d}")
     persona = factory.SubFactory(PersonaFactory)

@@ -182,6 +182,8 @@ if not REDIS_URL:
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+    for _folder in ("queue", "processed"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_IGNORE_RESULT = True

@@ -47,16 +47,25 @@ class CsvInputError(Exception):
         return f"{where}: {self.message}"
 
 
-def read_ratings_csv(path: str | Path) -> list[tuple[str, str, str, str | None]]:
-    """Read long-form ratings from a CSV file; blank labels become None.
+Row = tuple[str, str, str, str | None]
 
-    Raises :class:`CsvInputError` naming the file, line and column of the first problem:
-    missing header columns, wrong field count, blank unit/rater/item, or a duplicate rating.
+
+def read_ratings_csv(path: str | Path) -> list[Row]:
+    """Read long-form ratings ``(unit, rater, item, label)`` from a CSV file.
+
+    Blank labels become None (missing). Raises :class:`CsvInputError` naming the file, line and
+    column of the first problem: missing header columns, wrong field count, blank
+    unit/rater/item, or a duplicate rating.
     """
+    return [row for _, row in _read_numbered(path)]
+
+
+def _read_numbered(path: str | Path) -> list[tuple[int, Row]]:
     name = str(path)
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            rows = list(enumerate(csv.reader(fh), start=1))
+            reader = csv.reader(fh)
+            rows = [(reader.line_num, r) for r in reader]
     except FileNotFoundError:
         raise CsvInputError(name, "file not found") from None
     except UnicodeDecodeError as exc:
@@ -74,16 +83,16 @@ def read_ratings_csv(path: str | Path) -> list[tuple[str, str, str, str | None]]
         if header.count(col) != 1:
             problem = "missing" if col not in header else "repeated"
             raise CsvInputError(
-                name, f"header column {col!r} {problem}; expected unit,rater,item,label", header_line
+                name,
+                f"header column {col!r} {problem}; expected unit,rater,item,label",
+                header_line,
             )
     where = {col: header.index(col) for col in COLUMNS}
-    out: list[tuple[str, str, str, str | None]] = []
+    out: list[tuple[int, Row]] = []
     seen: dict[tuple[str, str, str], int] = {}
     for line, row in rows[1:]:
         if len(row) != len(header):
-            raise CsvInputError(
-                name, f"expected {len(header)} fields, found {len(row)}", line
-            )
+            raise CsvInputError(name, f"expected {len(header)} fields, found {len(row)}", line)
         unit, rater, item, label = (row[where[c]].strip() for c in COLUMNS)
         for col, value in (("unit", unit), ("rater", rater), ("item", item)):
             if not value:
@@ -91,11 +100,13 @@ def read_ratings_csv(path: str | Path) -> list[tuple[str, str, str, str | None]]
         key = (unit, rater, item)
         if key in seen:
             raise CsvInputError(
-                name, f"duplicate rating of unit {unit!r} by {rater!r} on item {item!r} "
-                f"(first on line {seen[key]})", line,
+                name,
+                f"duplicate rating of unit {unit!r} by rater {rater!r} on item {item!r} "
+                f"(first on line {seen[key]})",
+                line,
             )
         seen[key] = line
-        out.append((unit, rater, item, label or None))
+        out.append((line, (unit, rater, item, label or None)))
     if not out:
         raise CsvInputError(name, "no rating rows after the header", header_line)
     return out
@@ -103,23 +114,23 @@ def read_ratings_csv(path: str | Path) -> list[tuple[str, str, str, str | None]]
 
 def _check_labels(
     path: str,
-    rows: Sequence[tuple[str, str, str, str | None]],
+    rows: Sequence[tuple[int, Row]],
     *,
     level: str,
     na: str,
     order: Sequence[str] | None,
 ) -> None:
     # Locate scale problems by line here; the library would only name the label.
-    allowed = None if order is None else {x.strip() for x in order}
-    for line, (_, _, _, label) in enumerate(rows, start=2):
-        if is_missing(label):
+    allowed = None if order is None else set(order)
+    order_has_na = order is not None and any(is_na_label(x) for x in order)
+    for line, (_, _, _, label) in rows:
+        if label is None or is_missing(label):
             continue
-        assert label is not None
         na_label = is_na_label(label, DEFAULT_NA_LABELS)
         if na_label and na == "exclude":
             continue
         if allowed is not None:
-            if label not in allowed and not (na_label and any(is_na_label(x) for x in allowed)):
+            if label not in allowed and not (na_label and order_has_na):
                 raise CsvInputError(path, f"label {label!r} is not in --order", line, "label")
         elif level != "nominal" and as_number(label) is None:
             hint = " (use --na exclude or --order)" if na_label else " (use --order)"
@@ -157,8 +168,18 @@ def _row(label: str, a: ItemAgreement) -> list[str]:
 
 def format_table(report: AgreementReport, source: str) -> str:
     """Render the report as a plain-text table followed by the notes."""
-    head = ["item", "units", "raters", "ratings", "%agree", "Fleiss k", "P0", "Pe",
-            "mean Cohen k", f"alpha ({report.level})"]
+    head = [
+        "item",
+        "units",
+        "raters",
+        "ratings",
+        "%agree",
+        "Fleiss k",
+        "P0",
+        "Pe",
+        "mean Cohen k",
+        f"alpha ({report.level})",
+    ]
     if report.level != "nominal":
         head.append("alpha (nominal)")
     head.append("Gwet AC1")
@@ -176,8 +197,15 @@ def format_table(report: AgreementReport, source: str) -> str:
     lines.append("pooled: every (unit, item) pair is one unit")
     lines.append("")
     for r in [head, *body]:
-        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
-    notes = [("pooled", report.pooled.notes)] + [(f"item {k}", v.notes) for k, v in report.items.items()]
+        lines.append(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            ).rstrip()
+        )
+    notes = [("pooled", report.pooled.notes)] + [
+        (f"item {k}", v.notes) for k, v in report.items.items()
+    ]
     if any(n for _, n in notes):
         lines += ["", "Notes:"]
         lines += [f"  {where}: {note}" for where, ns in notes for note in ns]
@@ -186,16 +214,28 @@ def format_table(report: AgreementReport, source: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``python -m reports.stats``."""
-    parser = argparse.ArgumentParser(prog="python -m reports.stats", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m reports.stats", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     agree = sub.add_parser("agreement", help="inter-rater agreement of a long-form CSV file")
     agree.add_argument("file", help="CSV with header unit,rater,item,label (empty label = missing)")
-    agree.add_argument("--level", choices=LEVELS, default="nominal", help="Krippendorff alpha level")
-    agree.add_argument("--na", choices=NA_POLICIES, default="category", help="N/A as a category or excluded")
-    agree.add_argument("--bootstrap", type=_non_negative, default=0, metavar="N", help="unit resamples for CIs")
-    agree.add_argument("--seed", type=int, default=None, metavar="S", help="random seed of the bootstrap")
+    agree.add_argument(
+        "--level", choices=LEVELS, default="nominal", help="Krippendorff alpha level"
+    )
+    agree.add_argument(
+        "--na", choices=NA_POLICIES, default="category", help="N/A as a category or excluded"
+    )
+    agree.add_argument(
+        "--bootstrap", type=_non_negative, default=0, metavar="N", help="unit resamples for CIs"
+    )
+    agree.add_argument(
+        "--seed", type=int, default=None, metavar="S", help="random seed of the bootstrap"
+    )
     agree.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
-    agree.add_argument("--order", default=None, help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'")
+    agree.add_argument(
+        "--order", default=None, help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'"
+    )
     agree.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -218,10 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     order = [x.strip() for x in args.order.split(",")] if args.order else None
     try:
-        rows = read_ratings_csv(args.file)
-        _check_labels(args.file, rows, level=args.level, na=args.na, order=order)
+        numbered = _read_numbered(args.file)
+        _check_labels(args.file, numbered, level=args.level, na=args.na, order=order)
         report = agreement_report(
-            rows,
+            [row for _, row in numbered],
             level=args.level,
             na=args.na,
             bootstrap=args.bootstrap,

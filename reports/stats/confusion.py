@@ -58,7 +58,9 @@ def confusion_matrix(
     if len(reference) != len(rater):
         raise ValueError("reference and rater must have the same length")
     pairs = [
-        (a, b) for a, b in zip(reference, rater, strict=True) if not is_missing(a) and not is_missing(b)
+        (a, b)
+        for a, b in zip(reference, rater, strict=True)
+        if not is_missing(a) and not is_missing(b)
     ]
     names = tuple(labels) if labels is not None else sort_labels(v for p in pairs for v in p)
     index = {c: i for i, c in enumerate(names)}
@@ -158,7 +160,11 @@ def compare_to_reference(
 
     All confusion matrices share one label order (``labels`` or every observed label).
     """
-    names = tuple(labels) if labels is not None else _label_set(reference_labels, *labels_by_rater.values())
+    names = (
+        tuple(labels)
+        if labels is not None
+        else _label_set(reference_labels, *labels_by_rater.values())
+    )
     return tuple(
         compare(m, reference_labels, rater=r, reference=reference, labels=names)
         for r, m in labels_by_rater.items()

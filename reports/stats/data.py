@@ -102,6 +102,20 @@ def _iter_rows(ratings: Any) -> Iterable[tuple[Any, Any, Any, Any]]:
             yield (unit, rater, item, label)
 
 
+_MISSING = object()
+_DROP = object()
+
+
+def _clean_label(label: Any, na: NaPolicy, folded_na: frozenset[str]) -> Any:
+    if is_missing(label):
+        return _MISSING
+    if isinstance(label, str):
+        label = label.strip()
+        if label.casefold() in folded_na:
+            return _DROP if na == "exclude" else NA_CATEGORY
+    return label
+
+
 @dataclass(frozen=True)
 class NormalisedRatings:
     """Ratings after the N/A policy: non-missing ratings plus what was dropped and why."""
@@ -131,7 +145,8 @@ def normalise_ratings(
     """
     if na not in NA_POLICIES:
         raise StatsInputError(f"na must be one of {NA_POLICIES}, not {na!r}")
-    na_labels = tuple(na_labels)
+    folded_na = frozenset(s.strip().casefold() for s in na_labels)
+    cleaned: dict[Any, Any] = {}  # label -> trimmed label, NA_CATEGORY, or _DROP (few distinct)
     kept: list[Rating] = []
     items: dict[Hashable, None] = {}
     n_missing: dict[Hashable, int] = {}
@@ -147,17 +162,18 @@ def normalise_ratings(
         items.setdefault(item, None)
         n_missing.setdefault(item, 0)
         n_na.setdefault(item, 0)
-        if is_missing(label):
+        try:
+            clean = cleaned[label]
+        except KeyError:
+            clean = cleaned[label] = _clean_label(label, na, folded_na)
+        except TypeError:  # an unhashable label: let the table builder reject it
+            clean = label
+        if clean is _MISSING:
             n_missing[item] += 1
-            continue
-        if isinstance(label, str):
-            label = label.strip()
-        if is_na_label(label, na_labels):
-            if na == "exclude":
-                n_na[item] += 1
-                continue
-            label = NA_CATEGORY
-        kept.append(Rating(unit, rater, item, label))
+        elif clean is _DROP:
+            n_na[item] += 1
+        else:
+            kept.append(Rating(unit, rater, item, clean))
     return NormalisedRatings(tuple(kept), tuple(items), n_missing, n_na, na)
 
 
@@ -292,7 +308,9 @@ class RatingTable:
         if any(len(r) != n_raters for r in rows):
             raise StatsInputError("every unit needs one entry per rater (use None for missing)")
         cells = [[None if is_missing(x) else x for x in r] for r in rows]
-        scale = build_scale((x for r in cells for x in r if x is not None), level=level, order=order)
+        scale = build_scale(
+            (x for r in cells for x in r if x is not None), level=level, order=order
+        )
         index = {c: i for i, c in enumerate(scale.categories)}
         codes = np.array(
             [[-1 if x is None else index[x] for x in r] for r in cells], dtype=np.int64
