@@ -227,11 +227,6 @@ def _parse_transcript_safely(text: str, file: str) -> tuple[list[tuple[str, str]
     from .vera_transcripts import parse_transcript
 
     try:
-        result = parse_transcript(text, file)
+        return list(parse_transcript(text, file)), []
     except ImportRejected as exc:
         return [], exc.problems
-    except ValueError as exc:
-        return [], [Problem(str(exc), file)]
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], list | tuple) and result[1] and isinstance(result[1][0], Problem):
-        return list(result[0]), list(result[1])
-    return [(r, c) for r, c in result], []

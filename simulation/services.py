@@ -27,7 +27,9 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes are rea
 SENSITIVE_RE = re.compile(
     r"suicid|kill (?:my|him|her)self|killing myself|end (?:my|it all)|ending things|self[- ]?harm|"
     r"hurt(?:ing)? myself|cut(?:ting)? myself|better off (?:dead|without me|gone)|"
-    r"want(?:ed)? to die|wish i (?:was|were) dead|not (?:be|being) here anymore|overdose|unalive|\bkms\b|988",
+    r"want(?:ed)? to die|wish i (?:was|were) dead|not (?:be|being) here anymore|overdose|unalive|\bkms\b|988|"
+    r"not (?:wanting|want) to (?:be alive|live|wake up)|(?:manage|be) (?:fine |better )?without me|"
+    r"(?:crisis|suicide) (?:line|hotline|lifeline)|no reason to live",
     re.IGNORECASE,
 )
 
@@ -136,16 +138,14 @@ def personas_import(
 
 
 def _vera_persona_fields(persona: Any) -> dict[str, Any]:
-    data = dict(persona.as_dict())
-    design = persona.design_labels()
-    seed = data.get("seed_phrase", "")
-    profile = {k: v for k, v in data.items() if k not in design and k not in ("name", "row")}
+    # The profile keeps every cell by its column header, as VERA-MH's persona prompt uses them;
+    # the design labels (risk, disclosure...) are the short categories raters must never see.
     return {
         "key": persona.name,
         "name": persona.name,
-        "design": design,
-        "profile": profile,
-        "opening_message": seed,
+        "design": persona.design_labels(),
+        "profile": persona.prompt_fields(),
+        "opening_message": persona.seed_phrase,
     }
 
 

@@ -80,30 +80,37 @@ class ItemAgreement:
 
     @property
     def fleiss_kappa(self) -> float | None:
+        """Return Fleiss' kappa."""
         return self.fleiss.kappa
 
     @property
     def fleiss_p0(self) -> float | None:
+        """Return Fleiss' observed agreement P0."""
         return self.fleiss.p0
 
     @property
     def fleiss_pe(self) -> float | None:
+        """Return Fleiss' chance agreement Pe."""
         return self.fleiss.pe
 
     @property
     def cohen_kappa_mean(self) -> float | None:
+        """Return the mean pairwise Cohen's kappa."""
         return self.cohen.mean
 
     @property
     def krippendorff_alpha(self) -> float | None:
+        """Return Krippendorff's alpha at the report's level."""
         return self.krippendorff.alpha
 
     @property
     def krippendorff_alpha_nominal(self) -> float | None:
+        """Return Krippendorff's nominal alpha."""
         return self.krippendorff_nominal.alpha
 
     @property
     def gwet_ac1(self) -> float | None:
+        """Return Gwet's AC1."""
         return self.gwet.ac1
 
     def as_dict(self) -> dict[str, Any]:
@@ -257,9 +264,9 @@ def item_agreement(
             _batched(table, level), n_resamples=n_resamples, seed=rng, confidence=confidence
         )
         cis = {name: cis[name] for name in STATISTICS if name in cis}
+        notes.extend(f"{name} CI: {ci.note}" for name, ci in cis.items() if ci.note)
         if level == "nominal":
             cis["krippendorff_alpha_nominal"] = cis["krippendorff_alpha"]
-        notes.extend(f"{name} CI: {ci.note}" for name, ci in cis.items() if ci.note)
     elif n_resamples:
         notes.append("no units: bootstrap skipped")
     return ItemAgreement(
