@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 
 from annotation.roles import Role
@@ -18,6 +17,7 @@ PASSWORD = "a-Long-test-passw0rd"
 
 def make_user(username: str, *roles: str, **extra):  # type: ignore[no-untyped-def]
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
 
     user = get_user_model().objects.create_user(username=username, password=PASSWORD, **extra)
     for role in roles:
