@@ -102,9 +102,24 @@ class Item(models.Model):
         return []
 
 
+class TiePolicy(models.TextChoices):
+    SENIOR = "senior", "The designated senior rater's label decides (AMHART)"
+    ADJUDICATION = "adjudication", "Ties go to the adjudication queue"
+
+
 class Study(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    raters_per_conversation = models.PositiveSmallIntegerField(default=2)
+    # e.g. {"clinician": 2, "expert": 1}: how many raters of each label per conversation.
+    composition = models.JSONField(default=dict, blank=True)
+    assignment_seed = models.BigIntegerField(null=True, blank=True)
+    sample_seed = models.BigIntegerField(null=True, blank=True)
+    selection = models.JSONField(default=dict, blank=True, help_text="How the conversations were picked")
+    tie_policy = models.CharField(max_length=20, choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION)
+    reliability_threshold = models.FloatField(default=0.5, help_text="Items below this kappa are flagged")
+    calibration_required = models.BooleanField(default=False)
+    blinding_lifted = models.BooleanField(default=False, help_text="Raters may see other answers once true")
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="studies")
     section = models.ForeignKey(
         Instrument,
@@ -136,6 +151,9 @@ class StudyConversation(models.Model):
     conversation = models.ForeignKey(
         "simulation.Conversation", on_delete=models.PROTECT, related_name="study_links"
     )
+    is_calibration = models.BooleanField(default=False)
+    # Reference answers for calibration feedback: {item_key: {"label": ..., "explanation": ...}}
+    calibration_reference = models.JSONField(default=dict, blank=True)
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -169,3 +187,124 @@ class StudyMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} as {self.role} in {self.study}"
+
+
+class AssignmentStatus(models.TextChoices):
+    NOT_STARTED = "not_started", "Not started"
+    IN_PROGRESS = "in_progress", "In progress"
+    SUBMITTED = "submitted", "Submitted"
+    WITHDRAWN = "withdrawn", "Withdrawn (reassigned)"
+
+
+class Assignment(models.Model):
+    """One conversation for one rater in one study, in the rater's own randomised order."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    conversation = models.ForeignKey("simulation.Conversation", on_delete=models.PROTECT, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    is_calibration = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue")
+    status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.NOT_STARTED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    time_spent_seconds = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study", "rater", "is_calibration", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "conversation", "rater"],
+                condition=~models.Q(status="withdrawn"),
+                name="assignment_active_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["rater", "status"]), models.Index(fields=["study", "conversation"])]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.conversation_id}->{self.rater_id}"
+
+
+class RatingStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    SUBMITTED = "submitted", "Submitted"
+
+
+class Rating(models.Model):
+    """A rater's answers for one assignment. ``revision`` detects concurrent edits."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
+    status = models.CharField(max_length=20, choices=RatingStatus.choices, default=RatingStatus.DRAFT)
+    # {item_key: {"value": "...", "note": "..."}} for the main instrument and the section.
+    answers = models.JSONField(default=dict, blank=True)
+    # Question flows: the derived path and dimension labels at submission.
+    derived = models.JSONField(default=dict, blank=True)
+    revision = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"rating of {self.assignment}"
+
+
+class RatingRevision(models.Model):
+    """An immutable snapshot: the first submission, and every later change with its reason."""
+
+    rating = models.ForeignKey(Rating, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField()
+    answers = models.JSONField()
+    derived = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["rating", "number"]
+        constraints = [models.UniqueConstraint(fields=["rating", "number"], name="rating_revision_unique")]
+
+
+class StudyEvent(models.Model):
+    """Audit trail of a study: who changed what, when and why."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=60)
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class ConsensusProvenance(models.TextChoices):
+    UNANIMOUS = "unanimous", "Unanimous"
+    MAJORITY = "majority", "Majority"
+    PLURALITY = "plurality", "Plurality (most frequent, no majority)"
+    TIE_BREAK = "tie_break", "Tie broken by the senior rater"
+    ADJUDICATED = "adjudicated", "Adjudicated"
+    UNRESOLVED = "unresolved", "Unresolved (needs adjudication)"
+
+
+class ConsensusLabel(models.Model):
+    """The human reference label of one item of one conversation, with how it was reached."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consensus")
+    conversation = models.ForeignKey("simulation.Conversation", on_delete=models.PROTECT, related_name="+")
+    item_key = models.CharField(max_length=80)
+    label = models.CharField(max_length=200, blank=True)
+    provenance = models.CharField(max_length=20, choices=ConsensusProvenance.choices)
+    votes = models.JSONField(default=dict, blank=True)  # {label: count}
+    n_ratings = models.PositiveSmallIntegerField(default=0)
+    disagreement = models.FloatField(default=0.0, help_text="1 - share of the modal label")
+    adjudicated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "conversation", "item_key"], name="consensus_unique")
+        ]
+        indexes = [models.Index(fields=["study", "provenance"])]

@@ -160,3 +160,49 @@ def conversations_export_csv(qs: QuerySet[Conversation]) -> Iterator[str]:
                 ]
             )
         yield flush()
+
+
+def conversation_ids_for_selection(
+    *,
+    persona_ids: list[int] | None = None,
+    target_ids: list[int] | None = None,
+    batch_ids: list[int] | None = None,
+    codes: list[str] | None = None,
+    exclude_flagged: bool = True,
+    sample_size: int | None = None,
+    seed: int | None = None,
+) -> tuple[list[int], dict]:
+    """Return conversation ids matching a study's selection, and the selection as recorded.
+
+    A random sample is drawn with ``numpy.random.default_rng(seed)`` from the matches sorted by
+    id, so the same seed and the same corpus give the same sample.
+    """
+    import numpy as np
+
+    qs = Conversation.objects.all()
+    if persona_ids:
+        qs = qs.filter(persona_id__in=persona_ids)
+    if target_ids:
+        qs = qs.filter(target_id__in=target_ids)
+    if batch_ids:
+        qs = qs.filter(metadata__batch_id__in=batch_ids)
+    if codes:
+        qs = qs.filter(code__in=codes)
+    if exclude_flagged:
+        qs = qs.exclude(integrity_ok=False)
+    ids = sorted(qs.values_list("id", flat=True))
+    record: dict = {
+        "persona_ids": persona_ids or [],
+        "target_ids": target_ids or [],
+        "batch_ids": batch_ids or [],
+        "codes": codes or [],
+        "exclude_flagged": exclude_flagged,
+        "matched": len(ids),
+    }
+    if sample_size is not None and sample_size < len(ids):
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**31))
+        rng = np.random.default_rng(seed)
+        ids = sorted(int(i) for i in rng.choice(ids, size=sample_size, replace=False))
+        record.update({"sample_size": sample_size, "seed": seed})
+    return ids, record

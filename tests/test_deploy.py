@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_check_deploy_is_clean_with_production_settings(tmp_path):
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
         "DJANGO_SETTINGS_MODULE": "evalsite.settings.production",
         "DJANGO_SECRET_KEY": "x7!" + "k" * 30 + "Qz9#-production-like-secret-key-value",
         "DJANGO_ALLOWED_HOSTS": "evalsite.example.org",

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from annotation.models import Instrument, Study
 from annotation.roles import Role
-from annotation.services import builtin_instruments_load, study_create
+from annotation.services import builtin_instruments_load, study_assign, study_create
 from simulation.models import Conversation
 from simulation.services import builtin_personas_load, demo_conversations_load
 
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             personas = builtin_personas_load()
             result = demo_conversations_load(created_by=users["researcher"])
             if not Study.objects.filter(name=DEMO_STUDY).exists():
-                study_create(
+                study = study_create(
                     name=DEMO_STUDY,
                     description="Synthetic conversations written by the evalsite team to try the app. Not real chatbot output.",
                     instrument=amhart,
@@ -69,7 +69,9 @@ class Command(BaseCommand):
                     coordinators=[users["coordinator"]],
                     raters=[(users["clinician"], "clinician"), (users["clinician2"], "clinician")],
                     is_demo=True,
+                    raters_per_conversation=2,
                 )
+                study_assign(study=study, actor=users["coordinator"], seed=2026)
         self.stdout.write(self.style.SUCCESS(
             f"Demo ready: {Instrument.objects.count()} instrument(s), {personas.personas.count()} personas in "
             f"'{personas.name}', {len(result.created)} new demo conversation(s), study '{DEMO_STUDY}'."

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
-from .flow import Flow
-from .instrument_spec import InstrumentSpec, parse_instrument_spec
-from .models import Instrument, InstrumentKind, Item, MemberRole, Scale, Study, StudyConversation, StudyMembership
-from .problems import ImportRejected, Problem
-from .yamlspec import canonical_hash
+from ..flow import Flow
+from ..instrument_spec import InstrumentSpec, parse_instrument_spec
+from ..models import Instrument, InstrumentKind, Item, Scale
+from ..problems import ImportRejected, Problem
+from ..yamlspec import canonical_hash
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
-
-
-class AnnotationError(Exception):
-    """A request the annotation services refuse (mapped to 400/409 at the edge)."""
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
 
 
 def _next_version(key: str) -> int:
@@ -99,7 +94,7 @@ def instrument_import(
     """
     fmt = _detect_format(file, fmt)
     if fmt == "vera-mh":
-        from .vera_rubric import parse_rubric_tsv
+        from ..vera_rubric import parse_rubric_tsv
 
         flow = parse_rubric_tsv(text, file)
         spec = InstrumentSpec(
@@ -140,42 +135,3 @@ def builtin_instruments_load() -> list[Instrument]:
         instrument, _ = instrument_create_from_spec(spec=spec, is_builtin=True)
         loaded.append(instrument)
     return loaded
-
-
-@transaction.atomic
-def study_create(
-    *,
-    name: str,
-    instrument: Instrument,
-    section: Instrument | None,
-    conversation_ids: list[int],
-    created_by: AbstractBaseUser | None,
-    coordinators: list[Any] = (),  # type: ignore[assignment]
-    raters: list[tuple[Any, str]] = (),  # type: ignore[assignment]
-    description: str = "",
-    is_demo: bool = False,
-) -> Study:
-    """Create a study with its conversations, coordinators and raters (with a label each)."""
-    if instrument.kind == InstrumentKind.SECTION:
-        raise AnnotationError("a rating section cannot be a study's main instrument")
-    if section is not None and section.kind != InstrumentKind.SECTION:
-        raise AnnotationError("the study section must be an instrument of kind 'section'")
-    study = Study.objects.create(
-        name=name,
-        description=description,
-        instrument=instrument,
-        section=section,
-        created_by=created_by if getattr(created_by, "pk", None) else None,
-        is_demo=is_demo,
-    )
-    StudyConversation.objects.bulk_create(
-        StudyConversation(study=study, conversation_id=cid) for cid in dict.fromkeys(conversation_ids)
-    )
-    StudyMembership.objects.bulk_create(
-        [StudyMembership(study=study, user=u, role=MemberRole.COORDINATOR) for u in coordinators]
-        + [
-            StudyMembership(study=study, user=u, role=MemberRole.RATER, rater_label=label)
-            for u, label in raters
-        ]
-    )
-    return study

@@ -1,0 +1,16 @@
+class AnnotationError(Exception):
+    """A request the annotation services refuse; ``status`` is the HTTP answer at the edge."""
+
+    status = 400
+
+    def __init__(self, message: str, *, status: int = 400, details: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.details = details or {}
+
+
+class RatingConflict(AnnotationError):
+    """The rating changed since the client last saw it (another tab or device)."""
+
+    def __init__(self, message: str, *, details: dict | None = None):
+        super().__init__(message, status=409, details=details)

@@ -1,0 +1,45 @@
+"""The one place the app calls LLMs: simulation and judging both go through ``chat``.
+
+    spec = ModelSpec(model="openai/gpt-4o", api_key_env="OPENAI_API_KEY", params={"temperature": 0})
+    result = chat(spec, [{"role": "user", "content": "Hello"}], limiter=limiter_for("judging", 8, 500))
+
+Importing this package is cheap; litellm is imported on the first call.
+"""
+
+from simulation.llm.cache import DictCache, ResponseCache, request_hash
+from simulation.llm.client import (
+    DEFAULT_RETRY,
+    KINDS,
+    NO_RETRY,
+    LLMError,
+    LLMResult,
+    ModelSpec,
+    RetryPolicy,
+    chat,
+    retry_after_seconds,
+)
+from simulation.llm.ratelimit import (
+    LocalRateLimiter,
+    RateLimiter,
+    RedisRateLimiter,
+    limiter_for,
+)
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "KINDS",
+    "NO_RETRY",
+    "DictCache",
+    "LLMError",
+    "LLMResult",
+    "LocalRateLimiter",
+    "ModelSpec",
+    "RateLimiter",
+    "RedisRateLimiter",
+    "ResponseCache",
+    "RetryPolicy",
+    "chat",
+    "limiter_for",
+    "request_hash",
+    "retry_after_seconds",
+]

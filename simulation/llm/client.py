@@ -1,0 +1,345 @@
+"""One chat call through litellm, with our retries, rate limits, cache and a clean error.
+
+litellm's own retries are off (``num_retries=0``): every retry, wait and log line is ours, so a
+429's Retry-After is honoured once and the limiter slot is given back while we wait.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from simulation.llm.cache import ResponseCache, request_hash
+from simulation.llm.ratelimit import RateLimiter
+
+logger = logging.getLogger("simulation.llm")
+
+KINDS = frozenset({"rate_limited", "server_error", "timeout", "bad_request", "auth", "empty", "other"})
+# Arguments chat() sets itself; in params they would clash, or put a secret in the database.
+RESERVED_PARAMS = frozenset(
+    {"model", "messages", "api_base", "base_url", "api_key", "timeout", "num_retries",
+     "max_retries", "response_format", "stream"}
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What to call: a litellm model string, where, with which key variable and parameters."""
+
+    model: str
+    api_base: str = ""
+    api_key_env: str = ""  # the NAME of the variable; the key is read at call time only
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        clashing = RESERVED_PARAMS.intersection(self.params)
+        if clashing:
+            raise ValueError(f"params may not set {', '.join(sorted(clashing))}")
+        object.__setattr__(self, "params", dict(self.params))
+
+    @property
+    def rate_key(self) -> str:
+        """Return the key rate limits apply to: one budget per model and endpoint."""
+        return f"{self.model}@{self.api_base}"
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    content: str
+    model: str  # as the provider returned it
+    params: dict[str, Any]  # as sent, never the key
+    latency_ms: float  # of the successful attempt; 0 for a cache hit
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when litellm does not know the model's price
+    attempts: int
+    cached: bool
+    request_hash: str
+
+    def as_meta(self) -> dict[str, Any]:
+        """Return the call record stored on a simulated message or a judge label."""
+        meta = asdict(self)
+        del meta["content"]
+        return meta
+
+
+class LLMError(Exception):
+    """A call that failed for good; ``kind`` is one of ``KINDS``. The message holds no key."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        retryable: bool = False,
+        attempts: int = 0,
+        status_code: int | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown LLMError kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+        self.attempts = attempts
+        self.status_code = status_code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (str(self), self.kind, self.retryable, self.attempts, self.status_code))
+
+
+def _rebuild_error(message: str, kind: str, retryable: bool, attempts: int, status: int | None) -> LLMError:
+    return LLMError(message, kind=kind, retryable=retryable, attempts=attempts, status_code=status)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter; a Retry-After is a floor, capped at 2 x max_delay."""
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    jitter: bool = True
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Return the seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        wait = random.uniform(0.0, ceiling) if self.jitter else ceiling
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay * 2))
+        return wait
+
+
+DEFAULT_RETRY = RetryPolicy()
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+@functools.cache
+def _litellm() -> Any:
+    # Importing litellm takes seconds and must not touch the network: do it on first use only.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout per error
+    return litellm
+
+
+@functools.cache
+def _call_errors() -> tuple[type[BaseException], ...]:
+    import httpx
+    import openai
+
+    return (openai.OpenAIError, httpx.HTTPError)
+
+
+def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
+    """Return (kind, retryable, status code) for an exception raised by litellm."""
+    import httpx
+    import openai
+
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        return "timeout", True, status
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+        return "server_error", True, status
+    if isinstance(exc, openai.RateLimitError) or status == 429:
+        return "rate_limited", True, 429
+    # litellm reports a missing key as a 500; retrying cannot fix configuration.
+    if "Missing credentials" in str(exc):
+        return "auth", False, status
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)) or status in (
+        401,
+        403,
+    ):
+        return "auth", False, status
+    if status is not None:
+        if status == 408:
+            return "timeout", True, status
+        if status == 409 or status >= 500:
+            return "server_error", True, status
+        if 400 <= status < 500:
+            return "bad_request", False, status
+    if isinstance(exc, openai.BadRequestError):
+        return "bad_request", False, status
+    return "other", False, status
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Read Retry-After (or OpenAI's retry-after-ms) from the response a litellm error carries.
+
+    litellm keeps the provider's response on ``exc.response`` (an ``httpx.Response`` with the
+    original headers) and also copies the headers to ``exc.litellm_response_headers``.
+    """
+    sources = [getattr(getattr(exc, "response", None), "headers", None)]
+    sources.append(getattr(exc, "litellm_response_headers", None))
+    for headers in sources:
+        if not headers:
+            continue
+        lower = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+        try:
+            if "retry-after-ms" in lower:
+                return max(float(lower["retry-after-ms"]) / 1000.0, 0.0)
+            if "retry-after" in lower:
+                value = lower["retry-after"].strip()
+                try:
+                    return max(float(value), 0.0)
+                except ValueError:
+                    return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+_SECRETISH = re.compile(r"(Bearer\s+)\S+|\bsk-[A-Za-z0-9_\-]{8,}")
+
+
+def _scrub(text: str, api_key: str | None) -> str:
+    if api_key and len(api_key) >= 4:
+        text = text.replace(api_key, "[redacted]")
+    text = _SECRETISH.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
+    return text if len(text) <= 500 else text[:500] + "..."
+
+
+def _api_key(spec: ModelSpec) -> str | None:
+    if not spec.api_key_env:
+        return None  # litellm falls back to the provider's usual variable (OPENAI_API_KEY...)
+    key = os.environ.get(spec.api_key_env)
+    if not key:
+        raise LLMError(
+            f"{spec.model}: environment variable {spec.api_key_env} is not set", kind="auth"
+        )
+    return key
+
+
+def _cost(response: Any) -> float | None:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if "response_cost" in hidden:  # litellm already priced it (None: unknown model)
+        cost = hidden["response_cost"]
+    else:
+        try:
+            cost = _litellm().completion_cost(completion_response=response)
+        except Exception:  # unknown model or price: a missing cost never fails a call
+            cost = None
+    return float(cost) if isinstance(cost, (int, float)) else None
+
+
+def chat(
+    spec: ModelSpec,
+    messages: list[dict[str, Any]],
+    *,
+    response_format: dict[str, Any] | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    limiter: RateLimiter | None = None,
+    cache: ResponseCache | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> LLMResult:
+    """Send ``messages`` to ``spec`` and return the reply, retrying what can succeed later.
+
+    Retries 429 (waiting at least its Retry-After), 5xx, timeouts, connection errors and empty
+    content; raises ``LLMError`` at once for 400/401/403/404, or with the last kind once
+    ``retry.max_attempts`` are spent. The limiter is held per attempt, not across waits.
+    """
+    params = dict(spec.params)
+    rhash = request_hash(
+        model=spec.model,
+        api_base=spec.api_base,
+        params=params,
+        messages=messages,
+        response_format=response_format,
+    )
+    if cache is not None:
+        hit = cache.get(rhash)
+        if hit is not None:
+            logger.info("llm cache hit model=%s request=%s", spec.model, rhash[:12])
+            return replace(hit, cached=True, latency_ms=0.0, attempts=0)
+
+    api_key = _api_key(spec)
+    kwargs: dict[str, Any] = {**params, "model": spec.model, "messages": messages}
+    kwargs.update(timeout=spec.timeout, num_retries=0)
+    if spec.api_base:
+        kwargs["api_base"] = spec.api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    litellm = _litellm()
+    call_errors = _call_errors()
+
+    for attempt in range(1, retry.max_attempts + 1):
+        retry_after: float | None = None
+        if limiter is not None:
+            limiter.acquire(spec.rate_key)
+        started = time.perf_counter()
+        try:
+            response = litellm.completion(**kwargs)
+        except call_errors as exc:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            kind, retryable, status = _classify(exc)
+            if kind == "rate_limited":
+                retry_after = retry_after_seconds(exc)
+            detail = _scrub(f"{type(exc).__name__}: {exc}", api_key)
+            error = LLMError(
+                f"{spec.model}: {kind} after {attempt} attempt(s): {detail}",
+                kind=kind,
+                retryable=retryable,
+                attempts=attempt,
+                status_code=status,
+            )
+        else:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            choice = response.choices[0] if response.choices else None
+            content = (choice.message.content if choice is not None else None) or ""
+            if content.strip():
+                usage = getattr(response, "usage", None)
+                result = LLMResult(
+                    content=content,
+                    model=str(getattr(response, "model", "") or spec.model),
+                    params=params,
+                    latency_ms=latency_ms,
+                    prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                    completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                    cost_usd=_cost(response),
+                    attempts=attempt,
+                    cached=False,
+                    request_hash=rhash,
+                )
+                logger.info(
+                    "llm call ok model=%s attempt=%d latency_ms=%.0f tokens=%d+%d",
+                    spec.model, attempt, latency_ms, result.prompt_tokens, result.completion_tokens,
+                )
+                if cache is not None:
+                    cache.set(rhash, result)
+                return result
+            error = LLMError(
+                f"{spec.model}: empty after {attempt} attempt(s): the reply had no content",
+                kind="empty",
+                retryable=True,
+                attempts=attempt,
+            )
+        finally:
+            if limiter is not None:
+                limiter.release(spec.rate_key)
+
+        if not error.retryable or attempt >= retry.max_attempts:
+            logger.warning(
+                "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f giving up",
+                spec.model, attempt, error.kind, latency_ms,
+            )
+            raise error
+        delay = retry.delay(attempt, retry_after)
+        logger.warning(
+            "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f retry_in=%.2fs",
+            spec.model, attempt, error.kind, latency_ms, delay,
+        )
+        sleep(delay)
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

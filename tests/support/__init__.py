@@ -1,0 +1,1 @@
+"""Test helpers shared by the suites and the benchmarks (no Django import here)."""
