@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -8,6 +8,7 @@ urlpatterns = [
     path("instruments/", views.instrument_list, name="instrument-list"),
     path("instruments/<int:pk>/", views.instrument_detail, name="instrument-detail"),
     path("import/instruments/", views.instrument_import, name="import-instruments"),
-    path("studies/", views.study_list, name="study-list"),
-    path("ratings/", views.my_studies, name="my-studies"),
+    # Raters' pages (dashboard, rating form) and coordinators' pages (studies, progress, consensus).
+    path("", include("annotation.rater_urls")),
+    path("", include("annotation.coordinator_urls")),
 ]

@@ -7,7 +7,7 @@ from django.shortcuts import render
 
 from . import selectors, services
 from .forms import InstrumentImportForm
-from .permissions import corpus_required, import_required, roles_required
+from .permissions import corpus_required, import_required
 from .problems import ImportRejected
 from .roles import Role, user_roles
 
@@ -61,13 +61,3 @@ def instrument_import(request: HttpRequest) -> HttpResponse:
         except ImportRejected as exc:
             context["problems"] = exc.problems
     return render(request, "simulation/import_form.html", context, status=400 if context.get("problems") else 200)
-
-
-@roles_required(Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN)
-def study_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotation/study_list.html", {"studies": selectors.study_list_for_user(request.user)})
-
-
-@roles_required(Role.CLINICIAN)
-def my_studies(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotation/my_studies.html", {"studies": selectors.study_list_for_rater(request.user)})

@@ -19,6 +19,8 @@ api_v1 = [
     path("imports/conversations/", simulation_api.ConversationImportView.as_view(), name="import-conversations"),
     path("imports/personas/", simulation_api.PersonaImportView.as_view(), name="import-personas"),
     path("imports/instruments/", annotation_api.InstrumentImportView.as_view(), name="import-instruments"),
+    path("", include("annotation.rater_api")),
+    path("", include("annotation.coordinator_api")),
 ]
 
 urlpatterns = [

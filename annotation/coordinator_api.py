@@ -1,0 +1,3 @@
+"""REST endpoints for coordinators: studies, assignments, progress and consensus."""
+
+urlpatterns: list = []

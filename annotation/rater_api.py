@@ -1,0 +1,3 @@
+"""REST endpoints for raters: their assignments, draft saves and submission."""
+
+urlpatterns: list = []
