@@ -24,6 +24,7 @@ def navigation(request: HttpRequest) -> dict:
         links.append(("Chatbots", reverse("simulation:target-list")))
         links.append(("Instruments", reverse("annotation:instrument-list")))
         links.append(("Import", reverse("simulation:import-index")))
+        links.append(("Reports", reverse("reports:index")))
         links.append(("API", reverse("api-docs")))
     if Role.ADMIN in roles:
         links.append(("Admin", reverse("admin:index")))

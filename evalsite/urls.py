@@ -32,5 +32,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("corpus/", include("simulation.urls")),
+    path("reports/", include("reports.urls")),
     path("", include("annotation.urls")),
 ]

@@ -1,0 +1,96 @@
+"""Reads for the reports: who may see a study's results, and its ratings in long form."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Max
+from django.http import Http404
+
+from annotation.models import (
+    AssignmentStatus,
+    ConsensusLabel,
+    InstrumentKind,
+    MemberRole,
+    Rating,
+    RatingStatus,
+    Scale,
+    Study,
+)
+from annotation.roles import Role, user_roles
+
+
+def study_list_for_reports(user: AbstractBaseUser | AnonymousUser):  # type: ignore[no-untyped-def]
+    """Return the studies whose results the user may read (never a rater's view)."""
+    roles = user_roles(user)
+    qs = Study.objects.select_related("instrument").order_by("-created_at")
+    if Role.ADMIN in roles:
+        return qs
+    if roles & {Role.RESEARCHER, Role.COORDINATOR}:
+        return qs.filter(
+            memberships__user=user, memberships__role__in=[MemberRole.COORDINATOR, MemberRole.RESEARCHER]
+        ).distinct()
+    return qs.none()
+
+
+def study_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> Study:
+    study = study_list_for_reports(user).select_related("section").filter(pk=pk).first()
+    if study is None:
+        raise Http404("not found")
+    return study
+
+
+def _submitted(study: Study):  # type: ignore[no-untyped-def]
+    return (
+        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED)
+        .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
+        .select_related("assignment__conversation", "assignment__rater")
+    )
+
+
+def study_data_version(study: Study) -> str:
+    """Return a fingerprint that changes whenever a rating or consensus label changes."""
+    ratings = _submitted(study).aggregate(n=Count("id"), last=Max("updated_at"), rev=Max("revision"))
+    consensus = ConsensusLabel.objects.filter(study=study).aggregate(n=Count("id"), last=Max("updated_at"))
+    blob = f"{study.pk}|{ratings}|{consensus}|{study.reliability_threshold}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, str, str, str]]:
+    """Return submitted ratings as (unit, rater, item, label): unit = conversation code.
+
+    For a question flow the items are the dimensions and the labels the derived dimension
+    labels. Free-text answers are left out.
+    """
+    rows: list[tuple[str, str, str, str]] = []
+    text_keys: set[str] = set()
+    if part == "section" and study.section is not None:
+        text_keys = set(study.section.items.filter(scale=Scale.TEXT).values_list("key", flat=True))
+    for rating in _submitted(study):
+        unit = rating.assignment.conversation.code
+        rater = rating.assignment.rater.get_username()
+        if part == "main" and study.instrument.kind == InstrumentKind.FLOW:
+            for dimension, label in (rating.derived or {}).get("labels", {}).items():
+                rows.append((unit, rater, str(dimension), str(label)))
+            continue
+        for key, entry in rating.answers.get(part, {}).items():
+            if key in text_keys or not entry.get("value"):
+                continue
+            rows.append((unit, rater, key, entry["value"]))
+    return rows
+
+
+def study_time_per_rater(study: Study) -> dict[str, list[int]]:
+    times: dict[str, list[int]] = {}
+    for rating in _submitted(study):
+        times.setdefault(rating.assignment.rater.get_username(), []).append(rating.assignment.time_spent_seconds)
+    return times
+
+
+def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
+    """Return the human reference label per (conversation code, item) where one exists."""
+    return {
+        (c.conversation.code, c.item_key): c.label
+        for c in ConsensusLabel.objects.filter(study=study).exclude(label="").select_related("conversation")
+    }

@@ -1,0 +1,136 @@
+"""Report computations, cached per data version. The only place that calls reports.stats."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from annotation.models import InstrumentKind, Scale, Study
+
+from . import selectors
+from .models import ReportCache
+from .stats import agreement_report, reference_agreement
+
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 20260101  # fixed: the same data always gives the same intervals
+PREVALENCE_WARNING = 0.85
+
+
+def cached(key: str, version: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Return the cached payload for ``key`` at ``version``; compute and store it otherwise."""
+    hit = ReportCache.objects.filter(key=key, data_version=version).first()
+    if hit is not None:
+        return {**hit.payload, "_cache": {"hit": True, "computed_at": hit.computed_at.isoformat(), "seconds": hit.seconds}}
+    started = time.perf_counter()
+    payload = compute()
+    seconds = time.perf_counter() - started
+    with transaction.atomic():
+        entry, _ = ReportCache.objects.update_or_create(
+            key=key, defaults={"data_version": version, "payload": payload, "seconds": seconds}
+        )
+    return {**payload, "_cache": {"hit": False, "computed_at": entry.computed_at.isoformat(), "seconds": seconds}}
+
+
+def _flags(item: dict[str, Any], threshold: float) -> list[str]:
+    flags = []
+    kappa = item.get("fleiss_kappa")
+    if kappa is not None and kappa < threshold:
+        flags.append(f"kappa below the study threshold {threshold:.2f}")
+    rates = item.get("base_rates") or {}
+    if rates and max(rates.values()) >= PREVALENCE_WARNING:
+        top = max(rates, key=rates.get)
+        flags.append(
+            f"'{top}' is {rates[top]:.0%} of ratings: kappa is misleading at this prevalence, read AC1 and agreement"
+        )
+    return flags
+
+
+def _section_levels(study: Study) -> dict[str, tuple[str, list[str] | None]]:
+    levels: dict[str, tuple[str, list[str] | None]] = {}
+    if study.section is None:
+        return levels
+    for item in study.section.items.all():
+        if item.scale == Scale.ORDINAL_1_5:
+            levels[item.key] = ("ordinal", ["1", "2", "3", "4", "5"])
+        elif item.scale != Scale.TEXT:
+            levels[item.key] = ("nominal", None)
+    return levels
+
+
+def study_reliability(*, study: Study, na: str = "exclude", bootstrap: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """Return inter-rater reliability of a study (main instrument and section), cached."""
+    if na not in ("exclude", "category"):
+        raise ValueError("na must be 'exclude' or 'category'")
+    version = selectors.study_data_version(study)
+    key = f"reliability:{study.pk}:{na}:{bootstrap}"
+    return cached(key, version, lambda: _compute_reliability(study, na, bootstrap))
+
+
+def _compute_reliability(study: Study, na: str, bootstrap: int) -> dict[str, Any]:
+    rows = selectors.study_ratings_long(study, part="main")
+    payload: dict[str, Any] = {
+        "study": study.pk,
+        "na_policy": na,
+        "threshold": study.reliability_threshold,
+        "n_ratings": len(rows),
+        "bootstrap": {"resamples": bootstrap, "seed": BOOTSTRAP_SEED, "method": "percentile, units resampled"},
+    }
+    if not rows:
+        payload["empty"] = "No submitted ratings yet."
+        return payload
+    order = None
+    if study.instrument.kind == InstrumentKind.FLOW:
+        from annotation.flow import LABELS
+
+        order = list(LABELS)
+    report = agreement_report(rows, level="nominal", na=na, bootstrap=bootstrap, seed=BOOTSTRAP_SEED, order=order)
+    data = report.as_dict()
+    for item in [data["pooled"], *data["items"].values()]:
+        item["flags"] = _flags(item, study.reliability_threshold)
+    item_order = {i.key: i.position for i in study.instrument.items.all()}
+    data["items"] = dict(sorted(data["items"].items(), key=lambda kv: item_order.get(kv[0], 10**6)))
+    payload["main"] = data
+    payload["raters"] = _rater_stats(study, rows, data, na)
+    section_rows = selectors.study_ratings_long(study, part="section")
+    payload["section"] = {}
+    for key, (level, scale_order) in _section_levels(study).items():
+        item_rows = [r for r in section_rows if r[2] == key]
+        if item_rows:
+            sub = agreement_report(item_rows, level=level, na="category", bootstrap=0, order=scale_order)
+            payload["section"][key] = sub.items[key].as_dict() if key in sub.items else sub.pooled.as_dict()
+    return payload
+
+
+def _rater_stats(study: Study, rows: list[tuple[str, str, str, str]], data: dict[str, Any], na: str) -> dict[str, Any]:
+    """Return per-rater agreement with the others, with consensus, and time per conversation."""
+    pairs = data["pooled"].get("cohen_pairs", [])
+    names = sorted({r[1] for r in rows})
+    matrix = {a: {b: None for b in names} for a in names}
+    with_others: dict[str, list[float]] = {n: [] for n in names}
+    for pair in pairs:
+        a, b, po = str(pair["rater_a"]), str(pair["rater_b"]), pair.get("po")
+        if a in matrix and b in matrix and po is not None:
+            matrix[a][b] = matrix[b][a] = po
+            with_others[a].append(po)
+            with_others[b].append(po)
+    consensus = selectors.study_consensus_map(study)
+    vs_consensus = {}
+    if consensus:
+        comparison = reference_agreement(rows, consensus, na=na)
+        for c in comparison.pooled:
+            vs_consensus[str(c.rater)] = {"n": c.n, "percent_agreement": c.percent_agreement, "cohen_kappa": c.cohen_kappa}
+    times = selectors.study_time_per_rater(study)
+    per_rater = {}
+    for name in names:
+        spent = times.get(name, [])
+        per_rater[name] = {
+            "n_conversations": len(spent),
+            "agreement_with_others": statistics.fmean(with_others[name]) if with_others[name] else None,
+            "vs_consensus": vs_consensus.get(name),
+            "median_seconds": statistics.median(spent) if spent else None,
+        }
+    return {"names": names, "pair_agreement": matrix, "per_rater": per_rater}

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from . import views
+
+app_name = "reports"
+
+urlpatterns = [
+    path("", views.report_index, name="index"),
+    path("studies/<int:pk>/reliability/", views.reliability, name="reliability"),
+    path("studies/<int:pk>/reliability.csv", views.reliability_csv, name="reliability-csv"),
+]

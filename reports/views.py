@@ -1,0 +1,83 @@
+"""Researchers' report pages. Every figure comes from reports.services (cached)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from annotation.permissions import roles_required
+from annotation.roles import Role
+
+from . import selectors, services
+
+REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
+STAT_COLUMNS = [
+    ("n_units", "Units"),
+    ("n_raters", "Raters"),
+    ("n_ratings", "Ratings"),
+    ("percent_agreement", "Agreement"),
+    ("fleiss_kappa", "Fleiss κ"),
+    ("fleiss_p0", "P0"),
+    ("fleiss_pe", "Pe"),
+    ("cohen_kappa_mean", "Mean Cohen κ"),
+    ("krippendorff_alpha", "Krippendorff α"),
+    ("gwet_ac1", "Gwet AC1"),
+]
+
+
+@roles_required(*REPORT_ROLES)
+def report_index(request: HttpRequest) -> HttpResponse:
+    return render(request, "reports/index.html", {"studies": selectors.study_list_for_reports(request.user)})
+
+
+def _na(request: HttpRequest) -> str:
+    return "category" if request.GET.get("na") == "category" else "exclude"
+
+
+@roles_required(*REPORT_ROLES)
+def reliability(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_reliability(study=study, na=_na(request))
+    heatmap = None
+    if data.get("raters"):
+        names = data["raters"]["names"]
+        matrix = data["raters"]["pair_agreement"]
+        heatmap = json.dumps(
+            {
+                "z": [[matrix[a][b] if a != b else None for b in names] for a in names],
+                "x": names,
+                "y": names,
+            }
+        )
+    return render(
+        request,
+        "reports/reliability.html",
+        {"study": study, "data": data, "columns": STAT_COLUMNS, "na": _na(request), "heatmap": heatmap},
+    )
+
+
+@roles_required(*REPORT_ROLES)
+def reliability_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_reliability(study=study, na=_na(request))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    ci_names = ["percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"]
+    writer.writerow(["item", *[c for c, _ in STAT_COLUMNS], *[f"{c}_ci_low" for c in ci_names], *[f"{c}_ci_high" for c in ci_names], "base_rates", "flags", "notes"])
+    main = data.get("main") or {}
+    rows = [("pooled", main.get("pooled"))] + list((main.get("items") or {}).items())
+    for name, item in rows:
+        if not item:
+            continue
+        cis = [item.get(f"{c}_ci") or [None, None] for c in ci_names]
+        writer.writerow(
+            [name, *[item.get(c) for c, _ in STAT_COLUMNS], *[ci[0] for ci in cis], *[ci[1] for ci in cis],
+             json.dumps(item.get("base_rates", {})), "; ".join(item.get("flags", [])), "; ".join(item.get("notes", []))]
+        )
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-reliability-{_na(request)}.csv"'
+    return response

@@ -1,0 +1,108 @@
+"""The reliability report of a study: figures equal the statistics library's, cached per change."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from annotation.models import Assignment, AssignmentStatus, MemberRole, Rating, RatingStatus, StudyMembership
+from annotation.services import builtin_instruments_load, study_create
+from reports.models import ReportCache
+from reports.stats import agreement_report
+from tests.conftest import client_for, make_user
+from tests.factories import ConversationFactory
+
+ANSWERS = {  # conversation index -> (rater A, rater B) labels for amhart_01 and amhart_13
+    0: (("yes", "no"), ("yes", "no")),
+    1: (("yes", "N/A"), ("no", "N/A")),
+    2: (("no", "yes"), ("no", "yes")),
+    3: (("yes", "no"), ("yes", "yes")),
+}
+
+
+@pytest.fixture
+def rated_study(coordinator, clinician, clinician2):  # type: ignore[no-untyped-def]
+    amhart, section = builtin_instruments_load()
+    conversations = [ConversationFactory() for _ in ANSWERS]
+    study = study_create(
+        name="Reliability study", instrument=amhart, section=section,
+        conversation_ids=[c.pk for c in conversations], created_by=coordinator,
+        coordinators=[coordinator], raters=[(clinician, "clinician"), (clinician2, "clinician")],
+    )
+    for index, conversation in enumerate(conversations):
+        for rater, labels in zip((clinician, clinician2), ANSWERS[index], strict=True):
+            assignment = Assignment.objects.create(study=study, conversation=conversation, rater=rater, status=AssignmentStatus.SUBMITTED, time_spent_seconds=60 + index)
+            Rating.objects.create(
+                assignment=assignment, status=RatingStatus.SUBMITTED,
+                answers={"main": {"amhart_01": {"value": labels[0]}, "amhart_13": {"value": labels[1]}},
+                         "section": {"realism_user": {"value": str(3 + index % 2)}}},
+            )
+    return study, conversations
+
+
+def _expected(conversations, clinician, clinician2, na):  # type: ignore[no-untyped-def]
+    rows = []
+    for index, conversation in enumerate(conversations):
+        for rater, labels in zip((clinician, clinician2), ANSWERS[index], strict=True):
+            rows.append((conversation.code, rater.username, "amhart_01", labels[0]))
+            rows.append((conversation.code, rater.username, "amhart_13", labels[1]))
+    return agreement_report(rows, na=na)
+
+
+@pytest.mark.parametrize("na", ["exclude", "category"])
+def test_reliability_csv_matches_the_statistics_library(rated_study, coordinator, clinician, clinician2, na):
+    study, conversations = rated_study
+    expected = _expected(conversations, clinician, clinician2, na)
+    response = client_for(coordinator).get(f"/reports/studies/{study.pk}/reliability.csv?na={na}")
+    rows = {r["item"]: r for r in csv.DictReader(io.StringIO(response.content.decode()))}
+    for name, item in [("pooled", expected.pooled), ("amhart_01", expected.items["amhart_01"]), ("amhart_13", expected.items["amhart_13"])]:
+        for stat in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"):
+            value = getattr(item, stat)
+            got = rows[name][stat]
+            assert (got == "" and value is None) or float(got) == pytest.approx(value), (name, stat)
+        assert int(rows[name]["n_units"]) == item.n_units
+
+
+def test_reliability_page_shows_flags_heatmap_and_is_cached_until_a_rating_changes(rated_study, coordinator):
+    study, _ = rated_study
+    client = client_for(coordinator)
+    page = client.get(f"/reports/studies/{study.pk}/reliability/").content.decode()
+    assert "Pooled" in page and "pair-heatmap" in page and "vendor/plotly.min.js" in page
+    assert "below the study threshold" in page
+    assert ReportCache.objects.count() == 1
+    first = ReportCache.objects.get()
+    client.get(f"/reports/studies/{study.pk}/reliability/")
+    assert ReportCache.objects.get().computed_at == first.computed_at  # served from cache
+    rating = Rating.objects.filter(assignment__study=study).first()
+    rating.answers["main"]["amhart_01"]["value"] = "no"
+    rating.revision += 1
+    rating.save()
+    client.get(f"/reports/studies/{study.pk}/reliability/")
+    assert ReportCache.objects.get().data_version != first.data_version
+
+
+def test_only_members_who_manage_the_study_read_its_reports(rated_study, clinician, outsider, researcher, admin_user):
+    study, _ = rated_study
+    other_coordinator = make_user("olga", "coordinator")
+    for user in (clinician, outsider, researcher, other_coordinator):
+        assert client_for(user).get(f"/reports/studies/{study.pk}/reliability/").status_code == 404
+        assert client_for(user).get(f"/reports/studies/{study.pk}/reliability.csv").status_code == 404
+    StudyMembership.objects.create(study=study, user=researcher, role=MemberRole.RESEARCHER)
+    assert client_for(researcher).get(f"/reports/studies/{study.pk}/reliability/").status_code == 200
+    assert client_for(admin_user).get(f"/reports/studies/{study.pk}/reliability/").status_code == 200
+
+
+def test_a_study_without_ratings_says_so(coordinator):
+    amhart, section = builtin_instruments_load()
+    study = study_create(name="Empty", instrument=amhart, section=section, conversation_ids=[ConversationFactory().pk], created_by=coordinator, coordinators=[coordinator])
+    page = client_for(coordinator).get(f"/reports/studies/{study.pk}/reliability/").content.decode()
+    assert "No submitted ratings yet" in page and "nan" not in page.lower()
+
+
+def test_plotly_is_served_locally_from_its_own_package():
+    from django.contrib.staticfiles import finders
+
+    found = finders.find("vendor/plotly.min.js")
+    assert found and found.endswith("plotly.min.js")
