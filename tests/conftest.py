@@ -9,6 +9,8 @@ from django.test import Client
 
 from annotation.roles import Role
 
+pytest_plugins = ["tests.support.fixtures"]
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -22,11 +22,23 @@ from simulation.llm.ratelimit import RateLimiter
 
 logger = logging.getLogger("simulation.llm")
 
-KINDS = frozenset({"rate_limited", "server_error", "timeout", "bad_request", "auth", "empty", "other"})
+KINDS = frozenset(
+    {"rate_limited", "server_error", "timeout", "bad_request", "auth", "empty", "other"}
+)
 # Arguments chat() sets itself; in params they would clash, or put a secret in the database.
 RESERVED_PARAMS = frozenset(
-    {"model", "messages", "api_base", "base_url", "api_key", "timeout", "num_retries",
-     "max_retries", "response_format", "stream"}
+    {
+        "model",
+        "messages",
+        "api_base",
+        "base_url",
+        "api_key",
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "response_format",
+        "stream",
+    }
 )
 
 
@@ -93,10 +105,15 @@ class LLMError(Exception):
         self.status_code = status_code
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_error, (str(self), self.kind, self.retryable, self.attempts, self.status_code))
+        return (
+            _rebuild_error,
+            (str(self), self.kind, self.retryable, self.attempts, self.status_code),
+        )
 
 
-def _rebuild_error(message: str, kind: str, retryable: bool, attempts: int, status: int | None) -> LLMError:
+def _rebuild_error(
+    message: str, kind: str, retryable: bool, attempts: int, status: int | None
+) -> LLMError:
     return LLMError(message, kind=kind, retryable=retryable, attempts=attempts, status_code=status)
 
 
@@ -315,7 +332,11 @@ def chat(
                 )
                 logger.info(
                     "llm call ok model=%s attempt=%d latency_ms=%.0f tokens=%d+%d",
-                    spec.model, attempt, latency_ms, result.prompt_tokens, result.completion_tokens,
+                    spec.model,
+                    attempt,
+                    latency_ms,
+                    result.prompt_tokens,
+                    result.completion_tokens,
                 )
                 if cache is not None:
                     cache.set(rhash, result)
@@ -333,13 +354,20 @@ def chat(
         if not error.retryable or attempt >= retry.max_attempts:
             logger.warning(
                 "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f giving up",
-                spec.model, attempt, error.kind, latency_ms,
+                spec.model,
+                attempt,
+                error.kind,
+                latency_ms,
             )
             raise error
         delay = retry.delay(attempt, retry_after)
         logger.warning(
             "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f retry_in=%.2fs",
-            spec.model, attempt, error.kind, latency_ms, delay,
+            spec.model,
+            attempt,
+            error.kind,
+            latency_ms,
+            delay,
         )
         sleep(delay)
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

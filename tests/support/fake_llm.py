@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+
 @dataclass(frozen=True)
 class Fault:
     """A scripted misbehaviour: an HTTP error, a delay, or a 200 with odd content.
@@ -78,7 +79,9 @@ def malformed_json() -> Fault:
     return Fault(content='{"label": "yes", "rationale": "cut off')
 
 
-def raw(status: int, body: str | bytes | dict[str, Any], headers: Mapping[str, str] | None = None) -> Fault:
+def raw(
+    status: int, body: str | bytes | dict[str, Any], headers: Mapping[str, str] | None = None
+) -> Fault:
     return Fault(status=status, body=body, headers=dict(headers or {}))
 
 
