@@ -94,3 +94,23 @@ def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
         (c.conversation.code, c.item_key): c.label
         for c in ConsensusLabel.objects.filter(study=study).exclude(label="").select_related("conversation")
     }
+
+
+USER_MODEL_KEYS = ("user_model", "user_agent_model", "user_agent")
+
+
+def study_section_with_design(study: Study) -> list[dict]:
+    """Return each submitted rating's section answers with the persona design and user-agent."""
+    out = []
+    for rating in _submitted(study).select_related("assignment__conversation__persona"):
+        conversation = rating.assignment.conversation
+        metadata = conversation.metadata or {}
+        out.append(
+            {
+                "conversation": conversation.code,
+                "user_model": next((str(metadata[k]) for k in USER_MODEL_KEYS if metadata.get(k)), None),
+                "design": (conversation.persona.design if conversation.persona else {}) or {},
+                "answers": {k: v.get("value") for k, v in rating.answers.get("section", {}).items()},
+            }
+        )
+    return out

@@ -134,3 +134,58 @@ def _rater_stats(study: Study, rows: list[tuple[str, str, str, str]], data: dict
             "median_seconds": statistics.median(spent) if spent else None,
         }
     return {"names": names, "pair_agreement": matrix, "per_rater": per_rater}
+
+
+RISK_MAP = {"immediate": "Imminent", "imminent": "Imminent", "none": "None", "low": "Low", "high": "High"}
+DISCLOSURE_MAP = {"not applicable": "N/A", "n/a": "N/A", "low": "Low", "moderate": "Moderate", "high": "High"}
+
+
+def study_realism(*, study: Study) -> dict[str, Any]:
+    """Return realism ratings by user-agent model, and perceived vs designed risk and disclosure."""
+    version = selectors.study_data_version(study)
+    return cached(f"realism:{study.pk}", version, lambda: _compute_realism(study))
+
+
+def _compute_realism(study: Study) -> dict[str, Any]:
+    from .stats import confusion_matrix
+
+    rows = selectors.study_section_with_design(study)
+    by_model: dict[str, dict[str, list[float]]] = {}
+    pairs: dict[str, list[tuple[str | None, str | None]]] = {"risk": [], "disclosure": []}
+    for row in rows:
+        model = row["user_model"] or "(unknown user-agent)"
+        for key in ("realism_user", "realism_clinical"):
+            value = row["answers"].get(key)
+            if value not in (None, ""):
+                by_model.setdefault(model, {}).setdefault(key, []).append(float(value))
+        design_risk = RISK_MAP.get(str(row["design"].get("risk", "")).strip().lower())
+        design_disclosure = DISCLOSURE_MAP.get(str(row["design"].get("disclosure", "")).strip().lower())
+        if design_risk and row["answers"].get("perceived_risk"):
+            pairs["risk"].append((design_risk, row["answers"]["perceived_risk"]))
+        if design_disclosure and row["answers"].get("perceived_disclosure"):
+            pairs["disclosure"].append((design_disclosure, row["answers"]["perceived_disclosure"]))
+    realism = [
+        {
+            "user_model": model,
+            **{
+                f"{key}_{stat}": value
+                for key, values in sorted(scores.items())
+                for stat, value in (("mean", statistics.fmean(values)), ("sd", statistics.stdev(values) if len(values) > 1 else None), ("n", len(values)))
+            },
+        }
+        for model, scores in sorted(by_model.items())
+    ]
+    orders = {"risk": ["None", "Low", "High", "Imminent"], "disclosure": ["Low", "Moderate", "High", "N/A"]}
+    design_vs_perceived = {}
+    for name, items in pairs.items():
+        if not items:
+            continue
+        matrix = confusion_matrix([d for d, _ in items], [p for _, p in items], labels=orders[name])
+        design_vs_perceived[name] = {
+            "labels": list(matrix.labels),
+            "counts": [list(map(int, r)) for r in matrix.counts],
+            "n": matrix.n,
+            "percent_agreement": matrix.percent_agreement,
+            "kappa": matrix.kappa.kappa if matrix.kappa is not None else None,
+        }
+    return {"realism": realism, "design_vs_perceived": design_vs_perceived, "n_ratings": len(rows)}

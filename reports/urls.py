@@ -8,4 +8,6 @@ urlpatterns = [
     path("", views.report_index, name="index"),
     path("studies/<int:pk>/reliability/", views.reliability, name="reliability"),
     path("studies/<int:pk>/reliability.csv", views.reliability_csv, name="reliability-csv"),
+    path("studies/<int:pk>/realism/", views.realism, name="realism"),
+    path("studies/<int:pk>/realism.csv", views.realism_csv, name="realism-csv"),
 ]

@@ -81,3 +81,34 @@ def reliability_csv(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-reliability-{_na(request)}.csv"'
     return response
+
+
+@roles_required(*REPORT_ROLES)
+def realism(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_realism(study=study)
+    heatmaps = {
+        name: json.dumps({"z": block["counts"], "x": block["labels"], "y": block["labels"]})
+        for name, block in data["design_vs_perceived"].items()
+    }
+    return render(request, "reports/realism.html", {"study": study, "data": data, "heatmaps": heatmaps})
+
+
+@roles_required(*REPORT_ROLES)
+def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_realism(study=study)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    columns = sorted({k for row in data["realism"] for k in row} - {"user_model"})
+    writer.writerow(["user_model", *columns])
+    for row in data["realism"]:
+        writer.writerow([row["user_model"], *[row.get(c) for c in columns]])
+    for name, block in data["design_vs_perceived"].items():
+        writer.writerow([])
+        writer.writerow([f"{name}: designed (rows) vs perceived (columns)", *block["labels"]])
+        for label, counts in zip(block["labels"], block["counts"], strict=True):
+            writer.writerow([label, *counts])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-realism.csv"'
+    return response

@@ -106,3 +106,30 @@ def test_plotly_is_served_locally_from_its_own_package():
 
     found = finders.find("vendor/plotly.min.js")
     assert found and found.endswith("plotly.min.js")
+
+
+def test_realism_page_compares_perceived_risk_with_the_design(coordinator, clinician, clinician2):
+    amhart, section = builtin_instruments_load()
+    from tests.factories import PersonaFactory
+
+    persona = PersonaFactory(design={"risk": "High", "disclosure": "Not applicable"})
+    conversations = [ConversationFactory(persona=persona, metadata={"user_model": "openai/user-agent-x"}) for _ in range(2)]
+    study = study_create(name="Realism", instrument=amhart, section=section, conversation_ids=[c.pk for c in conversations],
+                         created_by=coordinator, coordinators=[coordinator])
+    perceived = ["High", "Low"]
+    for conversation, label in zip(conversations, perceived, strict=True):
+        assignment = Assignment.objects.create(study=study, conversation=conversation, rater=clinician, status=AssignmentStatus.SUBMITTED)
+        Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, answers={"section": {
+            "perceived_risk": {"value": label}, "perceived_disclosure": {"value": "N/A"}, "realism_user": {"value": "4"}}})
+    client = client_for(coordinator)
+    page = client.get(f"/reports/studies/{study.pk}/realism/").content.decode()
+    assert "openai/user-agent-x" in page and "Perceived risk" in page
+    body = client.get(f"/reports/studies/{study.pk}/realism.csv").content.decode()
+    assert "risk: designed (rows) vs perceived (columns)" in body
+    from reports.services import study_realism
+
+    data = study_realism(study=study)
+    risk = data["design_vs_perceived"]["risk"]
+    assert risk["counts"][2] == [0, 1, 1, 0] and risk["percent_agreement"] == 0.5
+    assert data["design_vs_perceived"]["disclosure"]["percent_agreement"] == 1.0
+    assert data["realism"][0]["realism_user_mean"] == 4.0
