@@ -98,7 +98,8 @@ class Item(models.Model):
         if self.scale == Scale.CATEGORIES:
             return [str(c) for c in self.categories]
         if self.scale == Scale.FLOW_QUESTION:
-            return [str(o["label"]) for o in self.options]
+            # A question without declared options is the flow's implicit Yes/No question.
+            return [str(o["label"]) for o in self.options] or ["Yes", "No"]
         return []
 
 

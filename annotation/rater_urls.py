@@ -1,9 +1,13 @@
-"""Raters' pages. (Being built: dashboard, rating page.)"""
+"""Raters' pages: the dashboard, the rating page, submit and revise."""
 
 from django.urls import path
 
-from . import views
+from . import rater_views
 
 urlpatterns = [
-    path("ratings/", views.home, name="my-studies"),
+    path("ratings/", rater_views.my_studies, name="my-studies"),
+    path("ratings/<int:pk>/", rater_views.rate, name="rate"),
+    path("ratings/<int:pk>/continue/", rater_views.continue_past_warning, name="rate-continue"),
+    path("ratings/<int:pk>/submit/", rater_views.submit, name="rate-submit"),
+    path("ratings/<int:pk>/revise/", rater_views.revise, name="rate-revise"),
 ]

@@ -53,7 +53,8 @@ class Command(BaseCommand):
                     user.is_staff = role == Role.ADMIN
                     user.is_superuser = role == Role.ADMIN
                     user.save()
-                user.groups.add(Group.objects.get(name=role))
+                # get_or_create: the groups come from a data migration, which a `flush` empties.
+                user.groups.add(Group.objects.get_or_create(name=role)[0])
                 users[username] = user
             amhart, section = builtin_instruments_load()
             personas = builtin_personas_load()
