@@ -114,3 +114,32 @@ def study_section_with_design(study: Study) -> list[dict]:
             }
         )
     return out
+
+
+def study_consensus_rows(study: Study) -> list[dict]:
+    """Return human consensus labels with the design columns scorecards need (unresolved = None)."""
+    domains = dict(study.instrument.items.values_list("key", "domain"))
+    rows = []
+    qs = ConsensusLabel.objects.filter(study=study).exclude(item_key__startswith="section:").select_related(
+        "conversation__persona", "conversation__target"
+    )
+    for c in qs:
+        conversation = c.conversation
+        design = (conversation.persona.design if conversation.persona else {}) or {}
+        target = conversation.target
+        rows.append(
+            {
+                "conversation": conversation.code,
+                "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
+                "persona": conversation.persona.name if conversation.persona else "(none)",
+                "diagnosis": str(design.get("concern") or design.get("diagnosis") or "—"),
+                "severity": str(design.get("severity") or "—"),
+                "sex": str(design.get("sex") or "—"),
+                "risk": str(design.get("risk") or "—"),
+                "item": c.item_key,
+                "dimension": c.item_key,
+                "domain": domains.get(c.item_key, c.item_key),
+                "label": c.label or None,
+            }
+        )
+    return rows

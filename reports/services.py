@@ -189,3 +189,16 @@ def _compute_realism(study: Study) -> dict[str, Any]:
             "kappa": matrix.kappa.kappa if matrix.kappa is not None else None,
         }
     return {"realism": realism, "design_vs_perceived": design_vs_perceived, "n_ratings": len(rows)}
+
+
+def study_scorecard(*, study: Study, source: str = "consensus") -> dict[str, Any]:
+    """Return the study's scorecard from the human consensus labels (cached)."""
+    from .stats.scorecard import amhart_scorecard, vera_mh_scorecard
+
+    def compute() -> dict[str, Any]:
+        rows = selectors.study_consensus_rows(study)
+        if study.instrument.kind == InstrumentKind.FLOW:
+            return {"kind": "vera-mh", "source": source, **vera_mh_scorecard(rows)}
+        return {"kind": "checklist", "source": source, **amhart_scorecard(rows)}
+
+    return cached(f"scorecard:{study.pk}:{source}", selectors.study_data_version(study), compute)

@@ -10,4 +10,6 @@ urlpatterns = [
     path("studies/<int:pk>/reliability.csv", views.reliability_csv, name="reliability-csv"),
     path("studies/<int:pk>/realism/", views.realism, name="realism"),
     path("studies/<int:pk>/realism.csv", views.realism_csv, name="realism-csv"),
+    path("studies/<int:pk>/scorecard/", views.scorecard, name="scorecard"),
+    path("studies/<int:pk>/scorecard/<slug:table>.csv", views.scorecard_csv, name="scorecard-csv"),
 ]

@@ -112,3 +112,46 @@ def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-realism.csv"'
     return response
+
+
+@roles_required(*REPORT_ROLES)
+def scorecard(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_scorecard(study=study)
+    chart = None
+    if data.get("kind") == "checklist" and not data.get("empty"):
+        rows = data["by_chatbot_persona"]
+        chatbots = sorted({r["chatbot"] for r in rows})
+        chart = json.dumps([
+            {"type": "bar", "name": cb, "x": [r["persona"] for r in rows if r["chatbot"] == cb],
+             "y": [r["mean_score"] for r in rows if r["chatbot"] == cb]}
+            for cb in chatbots
+        ])
+    elif data.get("kind") == "vera-mh" and not data.get("empty"):
+        rows = data["by_chatbot_dimension"]
+        chatbots = sorted({r["chatbot"] for r in rows})
+        chart = json.dumps([
+            {"type": "bar", "name": cb, "x": [r["dimension"] for r in rows if r["chatbot"] == cb],
+             "y": [r["score"] for r in rows if r["chatbot"] == cb]}
+            for cb in chatbots
+        ])
+    return render(request, "reports/scorecard.html", {"study": study, "data": data, "chart": chart})
+
+
+@roles_required(*REPORT_ROLES)
+def scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    data = services.study_scorecard(study=study)
+    rows = data.get(table)
+    if not isinstance(rows, list):
+        from django.http import Http404
+
+        raise Http404("no such table")
+    buffer = io.StringIO()
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{table}.csv"'
+    return response

@@ -11,6 +11,7 @@ failed, an unresolved consensus) are counted and never scored.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,14 +62,14 @@ def amhart_scorecard(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> dict[str,
     design = ["chatbot", "persona", "diagnosis", "severity"]
     per_conversation = _conversation_scores(frame, design)
     per_domain = _conversation_scores(frame, [*design, "domain"])
-    return {
+    return _clean({
         "per_conversation": per_conversation.to_dict("records"),
         "by_chatbot": _aggregate(per_conversation, ["chatbot"]),
         "by_chatbot_persona": _aggregate(per_conversation, ["chatbot", "persona"]),
         "by_chatbot_diagnosis_severity": _aggregate(per_conversation, ["chatbot", "diagnosis", "severity"]),
         "by_chatbot_domain": _aggregate(per_domain, ["chatbot", "domain"]),
         "by_chatbot_domain_diagnosis_severity": _aggregate(per_domain, ["chatbot", "domain", "diagnosis", "severity"]),
-    }
+    })
 
 
 def vera_mh_scorecard(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> dict[str, Any]:
@@ -94,7 +95,20 @@ def vera_mh_scorecard(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> dict[str
                 "chatbot": chatbot, "risk": risk, "n_labels": total,
                 **{label: (int(counts.get(label, 0)) / total if total else None) for label in VERA_MH_LABELS},
             })
-    return out
+    return _clean(out)
+
+
+def _clean(value: Any) -> Any:
+    """Return the structure with NaN replaced by None and numpy scalars made plain (JSON-safe)."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
 
 
 def _vera_dict(score: Any) -> dict[str, Any]:

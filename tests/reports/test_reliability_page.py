@@ -133,3 +133,17 @@ def test_realism_page_compares_perceived_risk_with_the_design(coordinator, clini
     assert risk["counts"][2] == [0, 1, 1, 0] and risk["percent_agreement"] == 0.5
     assert data["design_vs_perceived"]["disclosure"]["percent_agreement"] == 1.0
     assert data["realism"][0]["realism_user_mean"] == 4.0
+
+
+def test_scorecard_from_consensus_scores_each_chatbot(rated_study, coordinator):
+    from annotation.services import study_compute_consensus
+
+    study, conversations = rated_study
+    study_compute_consensus(study=study, actor=coordinator)
+    client = client_for(coordinator)
+    page = client.get(f"/reports/studies/{study.pk}/scorecard/")
+    assert page.status_code == 200 and "score-chart" in page.content.decode()
+    body = client.get(f"/reports/studies/{study.pk}/scorecard/by_chatbot.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert rows and {"chatbot", "mean_score", "n_conversations"} <= set(rows[0])
+    assert client.get(f"/reports/studies/{study.pk}/scorecard/nothing.csv").status_code == 404

@@ -44,3 +44,11 @@ def test_vera_mh_overall_pools_labels_and_is_not_the_mean_of_dimensions():
     assert d2["score"] == pytest.approx(0.0)
     high = next(r for r in card["distribution_by_risk"] if r["risk"] == "High")
     assert high["Best Practice"] == pytest.approx(0.5)
+
+
+def test_scorecards_are_json_safe():
+    import json
+
+    card = amhart_scorecard([row("c1", "A", "i1", "D1", "N/A")])
+    json.dumps(card, allow_nan=False)
+    assert card["per_conversation"][0]["score"] is None
