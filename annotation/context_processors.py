@@ -22,8 +22,10 @@ def navigation(request: HttpRequest) -> dict:
         links.append(("Conversations", reverse("simulation:conversation-list")))
         links.append(("Personas", reverse("simulation:persona-set-list")))
         links.append(("Chatbots", reverse("simulation:target-list")))
+        links.append(("Simulations", reverse("simulation:batch-list")))
         links.append(("Instruments", reverse("annotation:instrument-list")))
         links.append(("Import", reverse("simulation:import-index")))
+        links.append(("Judges", reverse("judging:judge-list")))
         links.append(("Reports", reverse("reports:index")))
         links.append(("API", reverse("api-docs")))
     if Role.ADMIN in roles:

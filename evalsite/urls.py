@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from annotation import api as annotation_api
 from annotation import views as annotation_views
+from judging import api as judging_api
 from simulation import api as simulation_api
 
 router = DefaultRouter()
@@ -13,6 +14,9 @@ router.register("conversations", simulation_api.ConversationViewSet, basename="c
 router.register("persona-sets", simulation_api.PersonaSetViewSet, basename="persona-set")
 router.register("targets", simulation_api.TargetViewSet, basename="target")
 router.register("instruments", annotation_api.InstrumentViewSet, basename="instrument")
+router.register("judges", judging_api.JudgeViewSet, basename="judge")
+router.register("judge-prompts", judging_api.PromptTemplateViewSet, basename="judge-prompt")
+router.register("judge-runs", judging_api.JudgeRunViewSet, basename="judge-run")
 
 api_v1 = [
     path("", include(router.urls)),
@@ -21,6 +25,7 @@ api_v1 = [
     path("imports/instruments/", annotation_api.InstrumentImportView.as_view(), name="import-instruments"),
     path("", include("annotation.rater_api")),
     path("", include("annotation.coordinator_api")),
+    path("", include("simulation.batch_api")),
 ]
 
 urlpatterns = [
@@ -33,5 +38,6 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("corpus/", include("simulation.urls")),
     path("reports/", include("reports.urls")),
+    path("judging/", include("judging.urls")),
     path("", include("annotation.urls")),
 ]

@@ -1,6 +1,15 @@
 from django.contrib import admin
 
-from .models import Conversation, Message, Persona, PersonaSet, Target
+from .models import (
+    Conversation,
+    Message,
+    Persona,
+    PersonaSet,
+    PromptTemplate,
+    SimulationBatch,
+    SimulationRun,
+    Target,
+)
 
 
 class PersonaInline(admin.StackedInline):
@@ -35,3 +44,30 @@ class ConversationAdmin(admin.ModelAdmin):
     search_fields = ["code", "external_id"]
     readonly_fields = ["content_hash", "integrity_flags", "message_count"]
     inlines = [MessageInline]
+
+
+@admin.register(PromptTemplate)
+class PromptTemplateAdmin(admin.ModelAdmin):
+    """Read-only: a template never changes; store a new version from the Prompt templates page."""
+
+    list_display = ["key", "version", "kind", "name", "is_builtin", "created_at"]
+    list_filter = ["kind", "is_builtin"]
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+class SimulationRunInline(admin.TabularInline):
+    model = SimulationRun
+    extra = 0
+    can_delete = False
+    fields = ["persona", "target", "repetition", "status", "messages_done", "attempts", "error_kind", "conversation"]
+    readonly_fields = fields
+
+
+@admin.register(SimulationBatch)
+class SimulationBatchAdmin(admin.ModelAdmin):
+    list_display = ["code", "name", "protocol", "status", "user_model", "created_at"]
+    list_filter = ["protocol", "status"]
+    readonly_fields = ["config"]
+    inlines = [SimulationRunInline]

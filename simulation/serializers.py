@@ -95,3 +95,177 @@ class PersonaImportResponseSerializer(serializers.Serializer):
     total_rows = serializers.IntegerField()
     imported_rows = serializers.IntegerField()
     skipped = ProblemSerializer(many=True)
+
+
+# --- simulation batches -------------------------------------------------------------------
+
+from drf_spectacular.utils import extend_schema_field  # noqa: E402
+
+from .models import PromptTemplate, SimulationBatch, SimulationRun  # noqa: E402
+
+
+class SimulationPromptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PromptTemplate
+        fields = ["id", "kind", "key", "version", "name", "description", "text", "content_hash", "placeholders", "is_builtin", "created_at"]
+        read_only_fields = fields
+
+
+class SimulationPromptCreateSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=PromptTemplate.Kind.choices)
+    key = serializers.SlugField(max_length=80)
+    name = serializers.CharField(max_length=200, required=False, default="")
+    description = serializers.CharField(required=False, default="", allow_blank=True)
+    text = serializers.CharField(trim_whitespace=False)
+
+
+class SimulationPromptRefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PromptTemplate
+        fields = ["id", "kind", "key", "version", "content_hash"]
+
+
+class UserAgentSerializer(serializers.Serializer):
+    model = serializers.CharField(max_length=200, help_text="litellm model string of the user-agent")
+    api_base = serializers.URLField(required=False, default="", allow_blank=True)
+    api_key_env = serializers.CharField(
+        max_length=100, required=False, default="", allow_blank=True,
+        help_text="Name of the environment variable holding the key; never the key itself",
+    )
+    params = serializers.DictField(required=False, default=dict)
+    max_concurrent = serializers.IntegerField(min_value=0, required=False, default=8)
+    requests_per_minute = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class SimulationBatchCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+    protocol = serializers.ChoiceField(choices=SimulationBatch.Protocol.choices)
+    persona_set = serializers.PrimaryKeyRelatedField(queryset=PersonaSet.objects.all())
+    personas = serializers.PrimaryKeyRelatedField(
+        queryset=Persona.objects.all(), many=True, required=False, help_text="Persona ids; empty: every persona of the set"
+    )
+    targets = serializers.SlugRelatedField(queryset=Target.objects.all(), slug_field="code", many=True, help_text="Chatbot codes")
+    repetitions = serializers.IntegerField(min_value=1, max_value=1000, default=1)
+    user_agent = UserAgentSerializer()
+    exchanges = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None, help_text="AMHART: user/chatbot pairs (default 10)")
+    turns = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None, help_text="VERA-MH: messages, chatbot last (default 20)")
+    first_speaker = serializers.ChoiceField(choices=SimulationBatch.Speaker.choices, default="user")
+    word_cap = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    end_marker = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    role_slide_check = serializers.BooleanField(default=True)
+    persona_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
+    reminder_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
+    kickoff_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
+
+    def to_spec(self):  # type: ignore[no-untyped-def]
+        from .batches import BatchSpec, UserAgent
+
+        data = self.validated_data
+        ua = data["user_agent"]
+
+        def pk(name: str) -> int | None:
+            return data[name].pk if data.get(name) is not None else None
+
+        return BatchSpec(
+            name=data["name"],
+            protocol=data["protocol"],
+            persona_set_id=data["persona_set"].pk,
+            persona_ids=tuple(p.pk for p in data.get("personas") or []),
+            target_ids=tuple(t.pk for t in data["targets"]),
+            repetitions=data["repetitions"],
+            user_agent=UserAgent(
+                model=ua["model"], api_base=ua["api_base"], api_key_env=ua["api_key_env"], params=ua["params"],
+                max_concurrent=ua["max_concurrent"], requests_per_minute=ua["requests_per_minute"],
+            ),
+            exchanges=data["exchanges"],
+            turns=data["turns"],
+            first_speaker=data["first_speaker"],
+            word_cap=data["word_cap"],
+            end_marker=data["end_marker"],
+            role_slide_check=data["role_slide_check"],
+            persona_template_id=pk("persona_template"),
+            reminder_template_id=pk("reminder_template"),
+            kickoff_template_id=pk("kickoff_template"),
+        )
+
+
+class BatchProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    flagged = serializers.IntegerField(help_text="Finished conversations that failed an integrity check")
+    stalled = serializers.IntegerField(help_text="Running, but the executor's claim has expired")
+    finished = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    expected_messages = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost_usd = serializers.FloatField()
+    elapsed_seconds = serializers.FloatField()
+    eta_seconds = serializers.FloatField(allow_null=True)
+
+
+class SimulationRunSerializer(serializers.ModelSerializer):
+    persona = serializers.CharField(source="persona.key")
+    persona_name = serializers.CharField(source="persona.name")
+    target = serializers.CharField(source="target.code")
+    conversation = serializers.CharField(source="conversation.code", default=None, allow_null=True)
+    integrity_ok = serializers.BooleanField(source="conversation.integrity_ok", default=None, allow_null=True)
+
+    class Meta:
+        model = SimulationRun
+        fields = [
+            "id", "persona", "persona_name", "target", "repetition", "status", "attempts", "messages_done",
+            "calls", "prompt_tokens", "completion_tokens", "cost_usd", "ended_early", "error", "error_kind",
+            "conversation", "integrity_ok", "queued_at", "started_at", "finished_at",
+        ]
+
+
+class SimulationBatchSerializer(serializers.ModelSerializer):
+    persona_set_key = serializers.CharField(source="persona_set.key")
+    runs_total = serializers.IntegerField(read_only=True)
+    runs_done = serializers.IntegerField(read_only=True)
+    runs_failed = serializers.IntegerField(read_only=True)
+    runs_active = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = SimulationBatch
+        fields = [
+            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "repetitions", "user_model",
+            "turns", "exchanges", "runs_total", "runs_done", "runs_failed", "runs_active",
+            "created_at", "started_at", "finished_at", "cancelled_at",
+        ]
+
+
+class SimulationBatchDetailSerializer(serializers.ModelSerializer):
+    persona_set_key = serializers.CharField(source="persona_set.key")
+    targets = serializers.SlugRelatedField(slug_field="code", many=True, read_only=True)
+    persona_template = SimulationPromptRefSerializer()
+    reminder_template = SimulationPromptRefSerializer(allow_null=True)
+    kickoff_template = SimulationPromptRefSerializer(allow_null=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SimulationBatch
+        fields = [
+            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
+            "user_model", "user_api_base", "user_api_key_env", "user_params", "user_max_concurrent",
+            "user_requests_per_minute", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
+            "role_slide_check", "persona_template", "reminder_template", "kickoff_template", "config",
+            "progress", "created_at", "started_at", "finished_at", "cancelled_at",
+        ]
+
+    @extend_schema_field(BatchProgressSerializer)
+    def get_progress(self, batch: SimulationBatch) -> dict:
+        from .batch_selectors import batch_progress
+
+        return batch_progress(batch).as_dict()
+
+
+class BatchResumeSerializer(serializers.Serializer):
+    include_failed = serializers.BooleanField(default=False, help_text="Also retry conversations that failed")

@@ -367,6 +367,16 @@ def conversation_check_integrity(*, conversation_id: int) -> Conversation:
         .select_related("persona__persona_set")
         .get(pk=conversation_id)
     )
+    run = getattr(conversation, "simulation_run", None) if conversation.source == Conversation.Source.SIMULATED else None
+    if run is not None:
+        # A simulated conversation is checked against its batch cell (and the role-slide check).
+        from .run_checks import simulated_run_flags
+
+        flags = simulated_run_flags(run)
+        conversation.integrity_flags = [f.as_dict() for f in flags]
+        conversation.integrity_ok = not flags
+        conversation.save(update_fields=["integrity_flags", "integrity_ok"])
+        return conversation
     messages = list(conversation.messages.order_by("turn_index").values_list("role", "content"))
     _apply_integrity(conversation, messages, conversation.persona)
     return conversation

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from . import services
+
+logger = logging.getLogger("simulation.tasks")
 
 
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
@@ -12,3 +18,39 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
     """Run the structural integrity checks on one conversation; return whether it passed."""
     conversation = services.conversation_check_integrity(conversation_id=conversation_id)
     return bool(conversation.integrity_ok)
+
+
+# One task per planned conversation. acks_late + reject_on_worker_lost: a worker killed
+# mid-conversation leaves the message to be delivered again; the run's lease (see
+# simulation.simulate) makes a second delivery resume after the last saved message, never
+# write twice. "busy" (another live executor holds the lease) retries once the lease may expire.
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=None,
+    time_limit=6 * 3600,
+    soft_time_limit=6 * 3600 - 60,
+)
+def simulation_run_task(self: Any, run_id: int) -> str:
+    """Simulate one conversation of a batch (or resume it); return the outcome."""
+    from .simulate import new_owner, simulation_run_execute
+
+    outcome = simulation_run_execute(run_id=run_id, owner=new_owner(str(self.request.id or "")[:12]))
+    if outcome.status == "busy" and not self.request.is_eager:
+        raise self.retry(countdown=min((outcome.retry_in or 1.0) + 0.5, 600.0))
+    return outcome.status
+
+
+@worker_ready.connect
+def _recover_runs_on_worker_start(**_: Any) -> None:
+    """Queue again the runs a dead worker left running (their broker message may sit unacked)."""
+    from .batches import simulation_runs_recover
+
+    try:
+        count = simulation_runs_recover()
+    except Exception:  # a worker must start even when the database is not ready yet
+        logger.exception("could not recover running simulation runs")
+        return
+    if count:
+        logger.info("queued %d running simulation run(s) again for recovery", count)

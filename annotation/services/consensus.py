@@ -44,7 +44,11 @@ def rating_labels(study: Study, rating: Rating) -> dict[str, str]:
             if entry.get("value"):
                 labels[key] = entry["value"]
     if study.section is not None:
-        keys = set(study.section.items.filter(scale__in=SECTION_SCALES).values_list("key", flat=True))
+        # Cached on the instrument: consensus calls this once per rating of the study.
+        keys = getattr(study.section, "_consensus_keys", None)
+        if keys is None:
+            keys = set(study.section.items.filter(scale__in=SECTION_SCALES).values_list("key", flat=True))
+            study.section._consensus_keys = keys  # type: ignore[attr-defined]
         for key, entry in rating.answers.get("section", {}).items():
             if key in keys and entry.get("value"):
                 labels[f"section:{key}"] = entry["value"]

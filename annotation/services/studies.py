@@ -11,7 +11,13 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from ..assignment import AssignmentDesignError, RaterSlot, pick_rater, plan_assignments, slots_needed
+from ..assignment import (
+    AssignmentDesignError,
+    RaterSlot,
+    pick_rater,
+    plan_assignments,
+    slots_needed,
+)
 from ..models import (
     Assignment,
     AssignmentStatus,
@@ -72,6 +78,9 @@ def study_create(
         raise AnnotationError(f"unknown tie policy '{tie_policy}'")
     if tie_policy == TiePolicy.SENIOR and senior_rater is None:
         raise AnnotationError("the senior-rater tie policy needs a designated senior rater")
+    if senior_rater is not None and senior_rater.pk not in {user.pk for user, _ in raters}:
+        # Otherwise no membership is marked senior and every tie silently stays unresolved.
+        raise AnnotationError("the senior rater must be one of the study's raters")
     try:
         slots_needed(raters_per_conversation, composition)
     except AssignmentDesignError as exc:
@@ -87,6 +96,7 @@ def study_create(
         composition=composition or {},
         tie_policy=tie_policy,
         selection=selection or {},
+        sample_seed=(selection or {}).get("seed"),
         reliability_threshold=reliability_threshold,
         calibration_required=bool(calibration),
     )
@@ -261,8 +271,12 @@ def study_add_rater(
     moved: list[Assignment] = []
     if not study.assignments.exists():
         return moved
-    for position, cid in enumerate(study.study_conversations.filter(is_calibration=True).values_list("conversation_id", flat=True)):
-        Assignment.objects.get_or_create(study=study, conversation_id=cid, rater=user, is_calibration=True, defaults={"position": position})
+    calibration = study.study_conversations.filter(is_calibration=True).order_by("conversation_id")
+    for position, cid in enumerate(calibration.values_list("conversation_id", flat=True)):
+        # A rater re-added after removal has withdrawn calibration rows: they calibrate again.
+        current = study.assignments.filter(conversation_id=cid, rater=user).exclude(status=AssignmentStatus.WITHDRAWN)
+        if not current.exists():
+            Assignment.objects.create(study=study, conversation_id=cid, rater=user, is_calibration=True, position=position)
     if not rebalance:
         return moved
     load = _loads(study)

@@ -172,6 +172,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InstrumentKindEnum": "annotation.models.InstrumentKind",
         "TargetKindEnum": "simulation.models.Target.Kind",
+        "SimulationBatchStatusEnum": "simulation.models.SimulationBatch.Status",
+        "SimulationRunStatusEnum": "simulation.models.SimulationRun.Status",
+        "SimulationPromptKindEnum": "simulation.models.PromptTemplate.Kind",
     },
 }
 

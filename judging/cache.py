@@ -1,0 +1,98 @@
+"""The database response cache, and the per-run view of it the judge calls use.
+
+``DbCache`` implements ``simulation.llm.ResponseCache`` on ``LLMCacheEntry`` rows keyed by
+``simulation.llm.request_hash`` (model, api_base, parameters, the exact messages and the
+response format; never the key). ``RunCache`` wraps it for one judge result:
+
+- instance salt: with independent instances, instances 1..n get their own cache key
+  (sha256 of the request hash and the instance index). Without it every instance of an
+  identical request shares one entry, so at temperature 0 instances 1..n are answered from the
+  cache. Instance 0 is never salted, so it shares entries with single-instance runs;
+- deferred writes: ``chat`` stores every non-empty reply, but a reply that fails validation
+  must not be replayed by a re-run, so writes wait until the caller ``commit``s the reply
+  (the judge services do it in the transaction that stores the labels);
+- ``read=False`` makes fresh calls (and still stores what they return).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import asdict, fields
+
+from simulation.llm import LLMResult
+
+from .models import LLMCacheEntry
+
+_RESULT_FIELDS = {f.name for f in fields(LLMResult)}
+
+
+def _to_json(result: LLMResult) -> dict:
+    return asdict(result)
+
+
+def _from_json(data: dict) -> LLMResult:
+    return LLMResult(**{k: v for k, v in data.items() if k in _RESULT_FIELDS})
+
+
+class DbCache:
+    """A ``ResponseCache`` in the database, shared by every worker."""
+
+    def get(self, request_hash: str) -> LLMResult | None:
+        row = LLMCacheEntry.objects.filter(key=request_hash).values_list("result", flat=True).first()
+        return _from_json(row) if row is not None else None
+
+    def set(self, request_hash: str, result: LLMResult) -> None:
+        self.store(request_hash, result)
+
+    def store(self, key: str, result: LLMResult) -> None:
+        """Store ``result`` under ``key``; a concurrent identical write is ignored."""
+        self.store_many([(key, result)])
+
+    def store_many(self, entries: list[tuple[str, LLMResult]]) -> None:
+        """Store (key, result) pairs in one insert; keys already stored are left alone."""
+        LLMCacheEntry.objects.bulk_create(
+            [
+                LLMCacheEntry(key=key, request_hash=result.request_hash, model=result.model[:200], result=_to_json(result))
+                for key, result in entries
+            ],
+            ignore_conflicts=True,
+        )
+
+
+def salted_key(request_hash: str, salt: str) -> str:
+    """Return the cache key of a request under a salt (empty salt: the request hash itself)."""
+    if not salt:
+        return request_hash
+    return hashlib.sha256(f"{request_hash}|{salt}".encode()).hexdigest()
+
+
+class RunCache:
+    """One judge result's view of the cache: instance salt, optional reads, deferred writes."""
+
+    def __init__(self, base: DbCache, *, salt: str = "", read: bool = True) -> None:
+        self.base = base
+        self.salt = salt
+        self.read = read
+        self._pending: dict[str, LLMResult] = {}
+        self._lock = threading.Lock()
+
+    def get(self, request_hash: str) -> LLMResult | None:
+        if not self.read:
+            return None
+        return self.base.get(salted_key(request_hash, self.salt))
+
+    def set(self, request_hash: str, result: LLMResult) -> None:
+        with self._lock:
+            self._pending[request_hash] = result
+
+    def commit(self, request_hash: str) -> None:
+        """Store the reply to ``request_hash`` now that the caller accepted it."""
+        self.commit_many([request_hash])
+
+    def commit_many(self, request_hashes: list[str]) -> None:
+        """Store the replies to these requests (one insert) now that the caller accepted them."""
+        with self._lock:
+            found = [(h, self._pending.pop(h)) for h in request_hashes if h in self._pending]
+        if found:
+            self.base.store_many([(salted_key(h, self.salt), result) for h, result in found])

@@ -1,0 +1,142 @@
+"""One judge result's LLM calls: spec, limiter, cache, and a record of every call.
+
+Everything goes through ``simulation.llm.chat`` (retries with Retry-After, shared limits).
+The record survives a failure, so a run's tokens and cost include the calls of failed results.
+A reply answered from the cache costs nothing and is counted as cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulation.llm import (
+    DEFAULT_RETRY,
+    LLMError,
+    LLMResult,
+    ModelSpec,
+    RetryPolicy,
+    chat,
+    limiter_for,
+)
+
+from .cache import DbCache, RunCache
+
+# Tests shorten the waits between retried calls by replacing this.
+RETRY_POLICY: RetryPolicy = DEFAULT_RETRY
+LIMITER_BUDGET = "judging"
+
+
+@dataclass(frozen=True)
+class JudgeCallConfig:
+    """What calling one judge needs, read from the run's snapshot of the judge."""
+
+    model: str
+    api_base: str
+    api_key_env: str
+    params: dict[str, Any]
+    timeout: float
+    max_concurrent: int
+    requests_per_minute: int
+    structured_output: bool
+    format_retries: int
+
+    @classmethod
+    def from_snapshot(cls, snapshot: dict[str, Any]) -> JudgeCallConfig:
+        return cls(
+            model=snapshot["model"],
+            api_base=snapshot.get("api_base", ""),
+            api_key_env=snapshot.get("api_key_env", ""),
+            params=dict(snapshot.get("params") or {}),
+            timeout=float(snapshot.get("timeout_seconds") or 120),
+            max_concurrent=int(snapshot.get("max_concurrent") or 0),
+            requests_per_minute=int(snapshot.get("requests_per_minute") or 0),
+            structured_output=bool(snapshot.get("structured_output", True)),
+            format_retries=int(snapshot.get("format_retries", 2)),
+        )
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(
+            model=self.model,
+            api_base=self.api_base,
+            api_key_env=self.api_key_env,
+            params=self.params,
+            timeout=self.timeout,
+        )
+
+
+@dataclass
+class Caller:
+    """Make a judge's calls and keep a record of each one."""
+
+    config: JudgeCallConfig
+    cache: RunCache | None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_result(
+        cls, config: JudgeCallConfig, *, instance: int, independent: bool, use_cache: bool
+    ) -> Caller:
+        salt = f"instance:{instance}" if independent and instance > 0 else ""
+        return cls(config, RunCache(DbCache(), salt=salt, read=use_cache))
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+        purpose: str = "",
+    ) -> LLMResult:
+        """Send one request; raise ``LLMError`` once ``chat`` gives up (recorded too)."""
+        limiter = limiter_for(
+            LIMITER_BUDGET, self.config.max_concurrent, self.config.requests_per_minute
+        )
+        try:
+            result = chat(
+                self.config.spec(),
+                messages,
+                response_format=response_format,
+                retry=RETRY_POLICY,
+                limiter=limiter,
+                cache=self.cache,
+            )
+        except LLMError as exc:
+            self.records.append(
+                {"purpose": purpose, "error": exc.kind, "attempts": exc.attempts, "cached": False}
+            )
+            raise
+        meta = result.as_meta()
+        meta.pop("params", None)  # the same on every call; kept once in the run's config
+        meta["purpose"] = purpose
+        if result.cached:
+            meta["cost_usd"] = 0.0  # a cache hit is free
+        self.records.append(meta)
+        return result
+
+    def accept(self, result: LLMResult) -> None:
+        """Let a re-run replay this reply: it passed validation (stored by ``commit_accepted``)."""
+        if self.cache is not None and not result.cached:
+            self.accepted.append(result.request_hash)
+
+    def commit_accepted(self) -> None:
+        """Store the accepted replies in the cache."""
+        if self.cache is not None:
+            self.cache.commit_many(self.accepted)
+        self.accepted.clear()
+
+    def totals(self) -> dict[str, Any]:
+        """Return calls, cached calls, tokens, cost and calls of unknown price."""
+        ok = [r for r in self.records if "error" not in r]
+        return {
+            "n_calls": len(self.records),
+            "n_cached": sum(1 for r in ok if r.get("cached")),
+            "prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in ok if not r.get("cached")),
+            "completion_tokens": sum(
+                int(r.get("completion_tokens") or 0) for r in ok if not r.get("cached")
+            ),
+            "cost_usd": sum(float(r.get("cost_usd") or 0.0) for r in ok),
+            "cost_unknown_calls": sum(
+                1 for r in ok if not r.get("cached") and r.get("cost_usd") is None
+            ),
+        }

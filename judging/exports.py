@@ -1,0 +1,160 @@
+"""CSV exports of judge labels, streamed: long format, VERA-MH-style dimensions, ensemble.
+
+- ``long``: one row per label (checklist items; for question flows the answered questions and
+  the dimension labels, told apart by ``kind``). A missing label has an empty ``label``,
+  status ``missing`` and its reason.
+- ``dimensions``: one row per (conversation, judge, instance, dimension) of a question-flow
+  run, with the answered path ("1=Yes; 2=No; ...") and how the walk ended.
+- ``ensemble``: one row per (conversation, item) with the majority label, its provenance, the
+  votes and the rule.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+
+from django.db.models import QuerySet
+
+from .models import EnsembleLabel, JudgeLabel, JudgeResult, JudgeRun, LabelKind
+
+FORMATS = ("long", "dimensions", "ensemble")
+
+LONG_COLUMNS = [
+    "run",
+    "conversation",
+    "judge",
+    "provider",
+    "model",
+    "instance",
+    "kind",
+    "item",
+    "label",
+    "status",
+    "rationale",
+    "evidence_turns",
+    "missing_reason",
+]
+DIMENSION_COLUMNS = [
+    "run",
+    "conversation",
+    "judge",
+    "provider",
+    "model",
+    "instance",
+    "dimension",
+    "label",
+    "status",
+    "path",
+    "ended_by",
+    "error",
+]
+ENSEMBLE_COLUMNS = ["run", "conversation", "item", "label", "provenance", "votes", "rule"]
+
+
+def _csv(header: list[str], rows: Iterable[list[object]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def flush() -> str:
+        value = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)
+        return value
+
+    writer.writerow(header)
+    yield flush()
+    for n, row in enumerate(rows, start=1):
+        writer.writerow(row)
+        if n % 200 == 0:
+            yield flush()
+    yield flush()
+
+
+def _snapshot(run: JudgeRun, judge_id: int) -> dict:
+    return run.config.get("judges", {}).get(str(judge_id), {})
+
+
+def _labels(runs: QuerySet[JudgeRun], kinds: list[str]) -> QuerySet[JudgeLabel]:
+    return (
+        JudgeLabel.objects.filter(result__run__in=runs, kind__in=kinds)
+        .select_related("result__run", "result__conversation")
+        .order_by("result__run_id", "result__conversation_id", "result__judge_id", "result__instance", "kind", "position")
+    )
+
+
+def long_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
+    for label in _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION]).iterator(chunk_size=2000):
+        result = label.result
+        snap = _snapshot(result.run, result.judge_id)
+        yield [
+            result.run_id,
+            result.conversation.code,
+            snap.get("name", result.judge_id),
+            snap.get("provider", ""),
+            snap.get("model", ""),
+            result.instance,
+            label.kind,
+            label.item_key,
+            label.label,
+            label.status,
+            label.rationale,
+            " ".join(str(e.get("turn")) for e in label.evidence or []),
+            label.missing_reason,
+        ]
+
+
+def _path_text(path: list[dict]) -> str:
+    return "; ".join(f"{step['question_id']}={step['answer']}" for step in path or [])
+
+
+def dimension_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
+    results = (
+        JudgeResult.objects.filter(run__in=runs, run__mode="flow")
+        .select_related("run", "conversation")
+        .order_by("run_id", "conversation_id", "judge_id", "instance")
+    )
+    labels: dict[int, list[JudgeLabel]] = {}
+    for label in JudgeLabel.objects.filter(result__in=results, kind=LabelKind.DIMENSION).order_by("position"):
+        labels.setdefault(label.result_id, []).append(label)
+    for result in results.iterator(chunk_size=1000):
+        snap = _snapshot(result.run, result.judge_id)
+        path = _path_text(result.path)
+        for label in labels.get(result.pk, []):
+            yield [
+                result.run_id,
+                result.conversation.code,
+                snap.get("name", result.judge_id),
+                snap.get("provider", ""),
+                snap.get("model", ""),
+                result.instance,
+                label.item_key,
+                label.label,
+                label.status,
+                path,
+                result.ended_by,
+                result.error,
+            ]
+
+
+def ensemble_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
+    rows = (
+        EnsembleLabel.objects.filter(run__in=runs)
+        .select_related("conversation")
+        .order_by("run_id", "conversation_id", "position")
+    )
+    for e in rows.iterator(chunk_size=2000):
+        yield [e.run_id, e.conversation.code, e.item_key, e.label, e.provenance, json.dumps(e.votes, ensure_ascii=False), e.rule]
+
+
+def export_csv(runs: QuerySet[JudgeRun], fmt: str) -> Iterator[str]:
+    """Yield the CSV text of one export format for the given runs, header first."""
+    if fmt == "long":
+        return _csv(LONG_COLUMNS, long_rows(runs))
+    if fmt == "dimensions":
+        return _csv(DIMENSION_COLUMNS, dimension_rows(runs))
+    if fmt == "ensemble":
+        return _csv(ENSEMBLE_COLUMNS, ensemble_rows(runs))
+    raise ValueError(f"unknown export format '{fmt}'; use {', '.join(FORMATS)}")

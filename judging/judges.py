@@ -1,0 +1,216 @@
+"""Writes for prompt templates and judges."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+
+from annotation.models import Instrument, InstrumentKind
+from simulation.llm.client import RESERVED_PARAMS
+
+from . import prompts
+from .errors import JudgingError
+from .models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+# Parameters with their own judge field (so the value is checked and shown once).
+OWN_FIELDS = frozenset({"temperature", "reasoning_effort"})
+# litellm provider prefixes that name the same company's API.
+PROVIDER_ALIASES = {"azure": "openai", "azure_ai": "openai", "vertex_ai": "google", "gemini": "google"}
+
+
+def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    return user if getattr(user, "pk", None) else None
+
+
+def provider_from_model(model: str) -> str:
+    """Return the provider label of a litellm model string: its prefix, or a guess by name."""
+    model = model.strip()
+    if "/" in model:
+        prefix = model.split("/", 1)[0].lower()
+        return PROVIDER_ALIASES.get(prefix, prefix)
+    name = model.lower()
+    for needle, provider in (
+        ("gpt", "openai"),
+        ("o1", "openai"),
+        ("o3", "openai"),
+        ("o4", "openai"),
+        ("claude", "anthropic"),
+        ("gemini", "google"),
+        ("mistral", "mistral"),
+        ("llama", "meta"),
+    ):
+        if name.startswith(needle):
+            return provider
+    return "unknown"
+
+
+@transaction.atomic
+def prompt_create(
+    *,
+    key: str,
+    name: str,
+    mode: str,
+    system_template: str,
+    user_template: str,
+    retry_template: str,
+    description: str = "",
+    created_by: AbstractBaseUser | None = None,
+    is_builtin: bool = False,
+) -> tuple[PromptTemplate, bool]:
+    """Store a template set as the next version of ``key``; return an identical one if stored."""
+    problems = prompts.template_problems(
+        mode=mode, system=system_template, user=user_template, retry=retry_template
+    )
+    if problems:
+        raise JudgingError("; ".join(problems))
+    digest = prompts.content_hash(
+        mode=mode, system=system_template, user=user_template, retry=retry_template
+    )
+    existing = PromptTemplate.objects.filter(key=key, content_hash=digest).first()
+    if existing is not None:
+        return existing, False
+    if PromptTemplate.objects.filter(key=key).exclude(mode=mode).exists():
+        raise JudgingError(f"prompt '{key}' is a template for another mode; choose another key")
+    version = (PromptTemplate.objects.filter(key=key).aggregate(v=Max("version"))["v"] or 0) + 1
+    prompt = PromptTemplate.objects.create(
+        key=key,
+        version=version,
+        name=name,
+        mode=mode,
+        description=description,
+        system_template=system_template,
+        user_template=user_template,
+        retry_template=retry_template,
+        content_hash=digest,
+        is_builtin=is_builtin,
+        created_by=_user(created_by),
+    )
+    return prompt, True
+
+
+def prompt_default(*, mode: str) -> PromptTemplate:
+    """Return the team-written default prompt of a mode, storing it on first use."""
+    if mode not in prompts.DEFAULTS:
+        raise JudgingError(f"unknown judge mode '{mode}'")
+    spec = prompts.DEFAULTS[mode]
+    prompt, _ = prompt_create(
+        key=spec["key"],
+        name=spec["name"],
+        mode=mode,
+        description=spec["description"],
+        system_template=spec["system_template"],
+        user_template=spec["user_template"],
+        retry_template=spec["retry_template"],
+        is_builtin=True,
+    )
+    return prompt
+
+
+def mode_for_instrument(instrument: Instrument) -> str:
+    """Return the judge mode an instrument needs; refuse rating sections."""
+    if instrument.kind == InstrumentKind.CHECKLIST:
+        return JudgeMode.CHECKLIST
+    if instrument.kind == InstrumentKind.FLOW:
+        return JudgeMode.FLOW
+    raise JudgingError(f"'{instrument}' is a rating section: judges answer checklists and question flows")
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    if not isinstance(params, dict):
+        raise JudgingError("parameters must be a JSON object")
+    clashing = sorted((RESERVED_PARAMS | {"api_key"}) & set(params))
+    if clashing:
+        raise JudgingError(f"parameters may not set {', '.join(clashing)} (the key stays in the environment)")
+    own = sorted(OWN_FIELDS & set(params))
+    if own:
+        raise JudgingError(f"set {', '.join(own)} with its own field, not in the parameters")
+
+
+@transaction.atomic
+def judge_create(
+    *,
+    name: str,
+    instrument: Instrument,
+    model: str,
+    provider: str = "",
+    api_base: str = "",
+    api_key_env: str = "",
+    temperature: float | None = 0.0,
+    reasoning_effort: str = "",
+    params: dict[str, Any] | None = None,
+    prompt: PromptTemplate | None = None,
+    structured_output: bool = True,
+    format_retries: int = 2,
+    timeout_seconds: int = 120,
+    max_concurrent: int = 8,
+    requests_per_minute: int = 0,
+    notes: str = "",
+    created_by: AbstractBaseUser | None = None,
+) -> Judge:
+    """Create a judge for an instrument; the mode follows the instrument's kind."""
+    name, model = name.strip(), model.strip()
+    if not name or not model:
+        raise JudgingError("a judge needs a name and a litellm model string")
+    if Judge.objects.filter(name=name).exists():
+        raise JudgingError(f"a judge named '{name}' exists already", status=409)
+    mode = mode_for_instrument(instrument)
+    if api_key_env and not ENV_NAME.match(api_key_env):
+        # Refuses pasted keys ("sk-...") too: only a variable's name is ever stored.
+        raise JudgingError("api_key_env must be the NAME of an environment variable, e.g. OPENAI_API_KEY")
+    if reasoning_effort not in ReasoningEffort.values:
+        raise JudgingError(f"reasoning effort must be one of {', '.join(v for v in ReasoningEffort.values if v)}")
+    params = dict(params or {})
+    _check_params(params)
+    if prompt is None:
+        prompt = prompt_default(mode=mode)
+    elif prompt.mode != mode:
+        raise JudgingError(f"prompt {prompt} is for {prompt.mode} judges, this judge is a {mode} judge")
+    if format_retries > 5:
+        raise JudgingError("at most 5 format retries")
+    return Judge.objects.create(
+        name=name,
+        mode=mode,
+        instrument=instrument,
+        model=model,
+        provider=(provider.strip().lower() or provider_from_model(model))[:60],
+        api_base=api_base.strip(),
+        api_key_env=api_key_env.strip(),
+        temperature=temperature,
+        reasoning_effort=reasoning_effort,
+        params=params,
+        prompt=prompt,
+        structured_output=True if mode == JudgeMode.CHECKLIST else structured_output,
+        format_retries=format_retries,
+        timeout_seconds=timeout_seconds,
+        max_concurrent=max_concurrent,
+        requests_per_minute=requests_per_minute,
+        notes=notes,
+        created_by=_user(created_by),
+    )
+
+
+def judge_snapshot(judge: Judge, *, position: int) -> dict[str, Any]:
+    """Return what a run keeps of a judge: everything that decides its calls, never a key."""
+    return {
+        "name": judge.name,
+        "position": position,
+        "mode": judge.mode,
+        "provider": judge.provider,
+        "model": judge.model,
+        "api_base": judge.api_base,
+        "api_key_env": judge.api_key_env,
+        "params": judge.call_params(),
+        "prompt_id": judge.prompt_id,
+        "prompt": str(judge.prompt),
+        "prompt_hash": judge.prompt.content_hash,
+        "structured_output": judge.structured_output,
+        "format_retries": judge.format_retries,
+        "timeout_seconds": judge.timeout_seconds,
+        "max_concurrent": judge.max_concurrent,
+        "requests_per_minute": judge.requests_per_minute,
+    }

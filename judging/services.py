@@ -1,0 +1,35 @@
+"""Writes of the judging app, in one import: prompts and judges, runs, the ensemble.
+
+The implementation is split by subdomain: ``judges`` (prompt templates, judges), ``runs``
+(runs and their results), ``ensemble`` (the majority vote), with the LLM side in ``calls``,
+``checklist`` and ``flowjudge``.
+"""
+
+from .ensemble import ensemble_compute, ensemble_rule, provider_warnings
+from .errors import JudgingError
+from .judges import judge_create, prompt_create, prompt_default, provider_from_model
+from .runs import (
+    judge_result_execute,
+    judge_run_cancel,
+    judge_run_create,
+    judge_run_execute_in_process,
+    judge_run_refresh,
+    judge_run_retry_failed,
+)
+
+__all__ = [
+    "JudgingError",
+    "ensemble_compute",
+    "ensemble_rule",
+    "judge_create",
+    "judge_result_execute",
+    "judge_run_cancel",
+    "judge_run_create",
+    "judge_run_execute_in_process",
+    "judge_run_refresh",
+    "judge_run_retry_failed",
+    "prompt_create",
+    "prompt_default",
+    "provider_from_model",
+    "provider_warnings",
+]

@@ -1,0 +1,192 @@
+"""Judging pages: researchers and admins manage, coordinators look, raters never see them."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.permissions import role_required
+
+from . import selectors, services
+from .errors import JudgingError
+from .exports import FORMATS, export_csv
+from .forms import JudgeForm, JudgeRunForm, PromptForm
+from .models import JudgeMode, JudgeRun
+
+view_required = role_required(selectors.can_view_judging)
+manage_required = role_required(selectors.can_manage_judging)
+
+
+@view_required
+def judge_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "judging/judge_list.html",
+        {
+            "judges": selectors.judge_list_for_user(request.user),
+            "can_manage": selectors.can_manage_judging(request.user),
+        },
+    )
+
+
+@manage_required
+def judge_create(request: HttpRequest) -> HttpResponse:
+    form = JudgeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = services.judge_create(**form.cleaned_data, created_by=request.user)
+        except JudgingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Judge {judge.name} created ({judge.get_mode_display()}).")
+            return redirect("judging:judge-detail", pk=judge.pk)
+    return render(request, "judging/judge_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@view_required
+def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = selectors.judge_get(request.user, pk=pk)
+    return render(request, "judging/judge_detail.html", {"judge": judge})
+
+
+@view_required
+def prompt_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "judging/prompt_list.html",
+        {"prompts": selectors.prompt_list_for_user(request.user), "can_manage": selectors.can_manage_judging(request.user)},
+    )
+
+
+@view_required
+def prompt_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render(request, "judging/prompt_detail.html", {"prompt": selectors.prompt_get(request.user, pk=pk)})
+
+
+@manage_required
+def prompt_create(request: HttpRequest) -> HttpResponse:
+    mode = request.GET.get("mode", JudgeMode.CHECKLIST)
+    form = PromptForm(request.POST or None, initial=PromptForm.initial_for(mode))
+    if request.method == "POST" and form.is_valid():
+        try:
+            prompt, created = services.prompt_create(**form.cleaned_data, created_by=request.user)
+        except JudgingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Stored {prompt}." if created else f"Identical to {prompt}; nothing new stored.")
+            return redirect("judging:prompt-detail", pk=prompt.pk)
+    return render(request, "judging/prompt_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@view_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.run_list_for_user(request.user), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "judging/run_list.html",
+        {"page": page, "can_manage": selectors.can_manage_judging(request.user)},
+    )
+
+
+@manage_required
+def run_create(request: HttpRequest) -> HttpResponse:
+    form = JudgeRunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            ids, selection = selectors.conversation_ids_for_judging(
+                batch_ids=data["batch_ids"],
+                persona_set_ids=[p.pk for p in data.get("persona_sets") or []],
+                study_id=data["study"].pk if data.get("study") else None,
+                codes=data["codes"],
+                include_flagged=data["include_flagged"],
+            )
+            run = services.judge_run_create(
+                judges=list(data["judges"]),
+                conversation_ids=ids,
+                selection=selection,
+                instances=data["instances"],
+                independent_instances=data["independent_instances"],
+                use_cache=data["use_cache"],
+                name=data["name"],
+                created_by=request.user,
+            )
+        except JudgingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Run {run.pk} started: {run.n_total} judgement(s).")
+            return redirect("judging:run-detail", pk=run.pk)
+    return render(request, "judging/run_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
+    overview = selectors.run_overview(run)
+    page = Paginator(selectors.run_conversations(run), 50).get_page(request.GET.get("page"))
+    open_votes = selectors.no_majority_counts(run, [c.pk for c in page.object_list])
+    rows = [(c, open_votes.get(c.pk, 0)) for c in page.object_list]
+    return {
+        "run": run,
+        "overview": overview,
+        "page": page,
+        "rows": rows,
+        "formats": FORMATS,
+        "can_manage": selectors.can_manage_judging(request.user),
+    }
+
+
+@view_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    return render(request, "judging/run_detail.html", _run_context(request, run))
+
+
+@view_required
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Return the progress panel; htmx polls it while the run is going."""
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    response = render(request, "judging/_run_progress.html", {"run": run})
+    if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):
+        response["HX-Refresh"] = "true"  # the run just ended: reload to show results and failures
+    return response
+
+
+@view_required
+def run_conversation(request: HttpRequest, pk: int, code: str) -> HttpResponse:
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    data = selectors.conversation_judgements(request.user, run=run, code=code)
+    return render(request, "judging/run_conversation.html", {"data": data, "run": run})
+
+
+@view_required
+def run_export(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    response = StreamingHttpResponse(export_csv(JudgeRun.objects.filter(pk=run.pk), fmt), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}.csv"'
+    return response
+
+
+@manage_required
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    try:
+        services.judge_run_cancel(run=run)
+        messages.success(request, "Run cancelled; calls already under way finish.")
+    except JudgingError as exc:
+        messages.error(request, str(exc))
+    return redirect("judging:run-detail", pk=run.pk)
+
+
+@manage_required
+@require_POST
+def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get_for_user(request.user, pk=pk)
+    try:
+        n = services.judge_run_retry_failed(run=run)
+        messages.success(request, f"{n} failed judgement(s) scheduled again.")
+    except JudgingError as exc:
+        messages.error(request, str(exc))
+    return redirect("judging:run-detail", pk=run.pk)

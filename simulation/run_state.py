@@ -1,0 +1,352 @@
+"""The claim on a simulation run and every write to its conversation.
+
+``simulation_run_claim`` takes the run row with ``SELECT ... FOR UPDATE`` and writes a lease
+(owner id + expiry). Every later write (each message, the end) locks the row again and checks
+the lease is still ours and the run still running: an executor that lost its lease (too slow,
+the batch was cancelled, another worker took over after a crash) writes nothing more. Each
+message is saved in its own transaction at ``turn_index`` = the number already saved, so a
+crash loses at most the call in flight and ``(conversation, turn_index)`` stays unique.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, close_old_connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .integrity import Flag
+from .llm import LLMResult
+from .models import (
+    Conversation,
+    Message,
+    Persona,
+    PromptTemplate,
+    SimulationBatch,
+    SimulationRun,
+    Target,
+)
+from .prompts import persona_values, render
+from .run_checks import run_integrity_flags
+from .services import is_sensitive, new_code
+
+logger = logging.getLogger("simulation.simulate")
+DB_ATTEMPTS = 4  # a message write that meets a transient database error is tried again
+Status = SimulationRun.Status
+
+
+def lease_seconds() -> float:
+    """Return how long a claim lasts without a write (renewed before each call and each save)."""
+    configured = getattr(settings, "SIMULATION_LEASE_SECONDS", None)
+    return float(configured or os.environ.get("EVALSITE_SIMULATION_LEASE_SECONDS") or 90)
+
+
+def new_owner(tag: str = "") -> str:
+    """Return a lease owner id: host and pid (to spot a dead holder) plus a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{tag or 'local'}:{uuid.uuid4().hex[:12]}"
+
+
+def holder_is_dead(owner: str) -> bool:
+    """Return whether ``owner`` was a process on this host that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class LeaseLost(Exception):
+    """This executor no longer owns the run (cancelled, or taken over): stop, write nothing."""
+
+
+@dataclass
+class RunOutcome:
+    status: str  # done, failed, cancelled, skipped, busy, lost
+    retry_in: float | None = None
+
+
+@dataclass
+class RunContext:
+    run: SimulationRun
+    batch: SimulationBatch
+    owner: str
+    persona_prompt: str
+    reminder: str
+    kickoff: str
+    history: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+
+def template_values(batch: SimulationBatch, persona: Any) -> dict[str, Any]:
+    return persona_values(
+        persona,
+        {
+            "end_marker": batch.end_marker,
+            "word_cap": batch.word_cap or "",
+            "turns": batch.turns,
+            "exchanges": batch.exchanges or "",
+            "chatbot_message": "{chatbot_message}",
+        },
+    )
+
+
+def rendered_prompts(batch: SimulationBatch, persona: Any) -> tuple[str, str, str]:
+    """Return the persona system prompt, the reminder and the kickoff for one persona."""
+    values = template_values(batch, persona)
+
+    def one(template: PromptTemplate | None) -> str:
+        return render(template.text, values) if template is not None else ""
+
+    return one(batch.persona_template), one(batch.reminder_template), one(batch.kickoff_template)
+
+
+def simulated_content_hash(run: SimulationRun, messages: list[tuple[str, str]]) -> str:
+    """Return the conversation hash: batch, cell and repetition make equal texts distinct."""
+    payload = {
+        "batch": run.batch_id,
+        "persona": run.persona_id,
+        "target": run.target_id,
+        "repetition": run.repetition,
+        "messages": [[role, content] for role, content in messages],
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# --- claim --------------------------------------------------------------------------------
+
+
+def _conversation_metadata(run: SimulationRun, batch: SimulationBatch, persona_prompt: str) -> dict[str, Any]:
+    target = run.target
+    refs = {
+        kind: (t.reference() if t is not None else None)
+        for kind, t in (
+            ("persona_system", batch.persona_template),
+            ("reminder", batch.reminder_template),
+            ("kickoff", batch.kickoff_template),
+        )
+    }
+    return {
+        "batch_id": batch.pk,
+        "batch_code": batch.code,
+        "run_id": run.pk,
+        "repetition": run.repetition,
+        "protocol": batch.protocol,
+        "cell": {
+            "persona_set": f"{run.persona.persona_set.key}@v{run.persona.persona_set.version}",
+            "persona": run.persona.key,
+            "target": target.code,
+            "target_kind": target.kind,
+            "target_model": target.model,
+            "target_params": target.params,
+        },
+        "user_agent": {"model": batch.user_model, "api_base": batch.user_api_base, "params": batch.user_params},
+        "expected_messages": batch.turns,
+        "first_speaker": batch.first_speaker,
+        "word_cap": batch.word_cap,
+        "end_marker": batch.end_marker,
+        "role_slide_check": batch.role_slide_check,
+        "prompts": refs,
+        "persona_prompt_sha256": hashlib.sha256(persona_prompt.encode()).hexdigest(),
+        "chatbot_system_prompt_sha256": hashlib.sha256(target.system_prompt.encode()).hexdigest(),
+    }
+
+
+@transaction.atomic
+def simulation_run_claim(*, run_id: int, owner: str) -> RunOutcome | RunContext:
+    """Take the run for ``owner``, or say why not: finished, cancelled, or held (retry later)."""
+    run = SimulationRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.status in SimulationRun.TERMINAL:  # gone (batch deleted) or finished
+        return RunOutcome("skipped")
+    batch = (
+        SimulationBatch.objects.select_related("persona_template", "reminder_template", "kickoff_template")
+        .get(pk=run.batch_id)
+    )
+    now = timezone.now()
+    if batch.status == SimulationBatch.Status.CANCELLED:
+        SimulationRun.objects.filter(pk=run.pk).update(status=Status.CANCELLED, lease_owner="", lease_expires_at=None)
+        return RunOutcome("cancelled")
+    held = (
+        run.status == Status.RUNNING
+        and run.lease_owner
+        and run.lease_owner != owner
+        and run.lease_expires_at is not None
+        and run.lease_expires_at > now
+        and not holder_is_dead(run.lease_owner)
+    )
+    if held:
+        return RunOutcome("busy", retry_in=(run.lease_expires_at - now).total_seconds())
+    run.persona = Persona.objects.select_related("persona_set").get(pk=run.persona_id)
+    run.target = Target.objects.get(pk=run.target_id)
+    persona_prompt, reminder, kickoff = rendered_prompts(batch, run.persona)
+    if run.conversation_id is None:
+        conversation = Conversation.objects.create(
+            code=_conversation_code(),
+            persona=run.persona,
+            target=run.target,
+            source=Conversation.Source.SIMULATED,
+            run_index=run.repetition,
+            metadata=_conversation_metadata(run, batch, persona_prompt),
+            # Flagged until the final check: an unfinished conversation is never scored.
+            integrity_ok=False,
+            integrity_flags=[Flag("incomplete", "the simulation has not finished").as_dict()],
+            content_hash=hashlib.sha256(f"simulation-run:{run.pk}:pending".encode()).hexdigest(),
+            created_by_id=batch.created_by_id,
+        )
+        run.conversation = conversation
+    if run.status != Status.RUNNING or run.lease_owner != owner:
+        run.attempts += 1
+    run.status = Status.RUNNING
+    run.lease_owner = owner
+    run.lease_expires_at = now + timedelta(seconds=lease_seconds())
+    run.started_at = run.started_at or now
+    run.error = ""
+    run.error_kind = ""
+    run.save()
+    history = [
+        (m.role, m.content, m.meta)
+        for m in Message.objects.filter(conversation_id=run.conversation_id).order_by("turn_index")
+    ]
+    if run.messages_done != len(history):  # the saved messages are the truth
+        SimulationRun.objects.filter(pk=run.pk).update(messages_done=len(history))
+        run.messages_done = len(history)
+    Conversation.objects.filter(pk=run.conversation_id).update(message_count=len(history))
+    return RunContext(run, batch, owner, persona_prompt, reminder, kickoff, history)
+
+
+def _conversation_code() -> str:
+    while True:
+        code = new_code("C-")
+        if not Conversation.objects.filter(code=code).exists():
+            return code
+
+
+def _lock_owned(ctx: RunContext) -> SimulationRun:
+    run = SimulationRun.objects.select_for_update().get(pk=ctx.run.pk)
+    if run.status != Status.RUNNING or run.lease_owner != ctx.owner:
+        raise LeaseLost()
+    return run
+
+
+def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any], result: LLMResult | None) -> None:
+    """Store the next message in its own transaction, if we still own the run; renew the lease.
+
+    The fenced UPDATE (our lease, still running, exactly ``index`` messages so far) takes the
+    row lock and proves ownership in one statement; no match means someone else owns the run.
+    """
+    index = len(ctx.history)
+    updates: dict[str, Any] = {
+        "messages_done": index + 1,
+        "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
+    }
+    if result is not None and not result.cached:
+        updates.update(
+            calls=F("calls") + 1,
+            prompt_tokens=F("prompt_tokens") + result.prompt_tokens,
+            completion_tokens=F("completion_tokens") + result.completion_tokens,
+            cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
+        )
+    for attempt in range(DB_ATTEMPTS):
+        try:
+            _store_message(ctx, index, role, content, meta, updates)
+            break
+        except OperationalError as exc:  # SQLite "database is locked", a dropped connection...
+            if attempt == DB_ATTEMPTS - 1:
+                raise
+            logger.warning("simulation run %s: database busy (%s); retrying the write", ctx.run.pk, exc)
+            close_old_connections()
+            time.sleep(0.05 * 2**attempt)
+    ctx.history.append((role, content, meta))
+
+
+def _store_message(
+    ctx: RunContext, index: int, role: str, content: str, meta: dict[str, Any], updates: dict[str, Any]
+) -> None:
+    try:
+        with transaction.atomic():
+            owned = SimulationRun.objects.filter(
+                pk=ctx.run.pk, lease_owner=ctx.owner, status=Status.RUNNING, messages_done=index
+            ).update(**updates)
+            if not owned:
+                raise LeaseLost()
+            Message.objects.create(
+                conversation_id=ctx.run.conversation_id, turn_index=index, role=role, content=content, meta=meta
+            )
+    except IntegrityError as exc:  # (conversation, turn_index) taken: someone else wrote it
+        raise LeaseLost() from exc
+
+
+# --- the conversation ---------------------------------------------------------------------
+
+
+
+
+def _close(ctx: RunContext, *, status: str, ended_early: bool, error: str = "", kind: str = "") -> None:
+    run = _lock_owned(ctx)
+    conversation = Conversation.objects.get(pk=run.conversation_id)
+    messages = [
+        (m.role, m.content, m.meta) for m in Message.objects.filter(conversation=conversation).order_by("turn_index")
+    ]
+    run.target, run.persona = ctx.run.target, ctx.run.persona
+    flags = run_integrity_flags(run, ctx.batch, messages, ended_early=ended_early)
+    if status == Status.FAILED:
+        flags.insert(0, Flag("simulation_failed", f"the simulation failed: {error}"))
+    pairs = [(role, content) for role, content, _ in messages]
+    conversation.integrity_flags = [f.as_dict() for f in flags]
+    conversation.integrity_ok = not flags
+    conversation.content_hash = simulated_content_hash(run, pairs)
+    conversation.message_count = len(pairs)
+    conversation.sensitive = is_sensitive(pairs, run.persona)
+    conversation.metadata = {**conversation.metadata, "ended_early": ended_early, "status": status}
+    conversation.save()
+    SimulationRun.objects.filter(pk=run.pk).update(
+        status=status,
+        ended_early=ended_early,
+        error=error,
+        error_kind=kind,
+        finished_at=timezone.now(),
+        lease_owner="",
+        lease_expires_at=None,
+    )
+
+
+def simulation_run_finish(*, ctx: RunContext, ended_early: bool) -> None:
+    """Check and close a finished conversation; flags exclude it from scoring."""
+    with transaction.atomic():
+        _close(ctx, status=Status.DONE, ended_early=ended_early)
+    batch_maybe_finish(batch_id=ctx.batch.pk)
+
+
+def simulation_run_fail(*, ctx: RunContext, error: str, kind: str) -> None:
+    """Record a run that cannot go on (retries spent, bad request...) with its error."""
+    logger.warning("simulation run %s failed: %s", ctx.run.pk, error)
+    with transaction.atomic():
+        _close(ctx, status=Status.FAILED, ended_early=False, error=error, kind=kind)
+    batch_maybe_finish(batch_id=ctx.batch.pk)
+
+
+def batch_maybe_finish(*, batch_id: int) -> bool:
+    """Mark a running batch finished once none of its runs is queued or running."""
+    if SimulationRun.objects.filter(batch_id=batch_id, status__in=SimulationRun.ACTIVE).exists():
+        return False
+    return bool(
+        SimulationBatch.objects.filter(pk=batch_id, status=SimulationBatch.Status.RUNNING).update(
+            status=SimulationBatch.Status.FINISHED, finished_at=timezone.now()
+        )
+    )

@@ -1,0 +1,250 @@
+"""Run one planned conversation of a batch: turn by turn, both sides through the LLM layer.
+
+The full history goes to both sides at every turn. The chatbot sees it as it is (after its
+system prompt); the user-agent sees it with roles swapped (chatbot messages become "user"
+messages, each wrapped in the reminder when the batch has one) after the persona prompt, with
+the kickoff first when the history would otherwise open with its own message. Every call's
+record (``LLMResult.as_meta()`` plus side and requested model) goes into ``Message.meta``.
+Claims, leases and writes live in ``run_state``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+
+from .http_target import http_chat
+from .llm import (
+    DEFAULT_RETRY,
+    LLMError,
+    LLMResult,
+    ModelSpec,
+    RateLimiter,
+    RetryPolicy,
+    chat,
+    limiter_for,
+)
+from .models import SimulationBatch, SimulationRun, Target
+from .prompts import reminder_wrap
+from .run_checks import speaker_at
+from .run_state import (
+    LeaseLost,
+    RunContext,
+    RunOutcome,
+    new_owner,
+    save_message,
+    simulation_run_claim,
+    simulation_run_fail,
+    simulation_run_finish,
+)
+
+logger = logging.getLogger("simulation.simulate")
+Status = SimulationRun.Status
+
+
+def retry_policy() -> RetryPolicy:
+    """Return the retry policy of simulation calls (``SIMULATION_RETRY`` setting, else default)."""
+    configured = getattr(settings, "SIMULATION_RETRY", None)
+    return RetryPolicy(**configured) if configured else DEFAULT_RETRY
+
+
+def user_agent_spec(batch: SimulationBatch) -> ModelSpec:
+    return ModelSpec(
+        model=batch.user_model,
+        api_base=batch.user_api_base,
+        api_key_env=batch.user_api_key_env,
+        params=batch.user_params,
+    )
+
+
+def target_spec(target: Target) -> ModelSpec:
+    return ModelSpec(
+        model=target.model,
+        api_base=target.api_base,
+        api_key_env=target.api_key_env,
+        params=target.params,
+        timeout=target.timeout_seconds,
+    )
+
+
+def _limiter(name: str, max_concurrent: int, rpm: int, timeout: float) -> RateLimiter | None:
+    if not max_concurrent and not rpm:
+        return None
+    return limiter_for(name, max_concurrent, rpm, lease_seconds=timeout * 2 + 30)
+
+
+def _user_agent_messages(ctx: RunContext) -> list[dict[str, Any]]:
+    """Return the user-agent's view: roles swapped, each chatbot message after the reminder."""
+    swapped = []
+    for role, content, _ in ctx.history:
+        if role == "user":
+            swapped.append({"role": "assistant", "content": content})
+        else:
+            swapped.append({"role": "user", "content": reminder_wrap(ctx.reminder, content)})
+    messages = [{"role": "system", "content": ctx.persona_prompt}]
+    if not swapped or swapped[0]["role"] == "assistant":
+        messages.append({"role": "user", "content": ctx.kickoff})
+    return messages + swapped
+
+
+def _target_messages(ctx: RunContext) -> list[dict[str, Any]]:
+    messages = [{"role": "system", "content": ctx.run.target.system_prompt}] if ctx.run.target.system_prompt else []
+    return messages + [{"role": role, "content": content} for role, content, _ in ctx.history]
+
+
+def _cap_words(text: str, cap: int | None) -> tuple[str, int | None]:
+    if not cap:
+        return text, None
+    words = len(text.split())
+    if words <= cap:
+        return text, None
+    match = re.match(r"\s*(?:\S+\s+){" + str(cap - 1) + r"}\S+", text)
+    return (match.group(0).strip() if match else text), words
+
+
+def _strip_marker(text: str, marker: str) -> tuple[str, bool]:
+    if not marker or marker.casefold() not in text.casefold():
+        return text, False
+    return re.sub(re.escape(marker), "", text, flags=re.IGNORECASE).strip(), True
+
+
+def _call_meta(result: LLMResult, spec_model: str, api_base: str, side: str) -> dict[str, Any]:
+    return {**result.as_meta(), "side": side, "requested_model": spec_model, "api_base": api_base}
+
+
+def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> bool:
+    """Produce and save the next user message; return whether the user-agent ended the chat."""
+    batch = ctx.batch
+    if not ctx.history and batch.protocol == SimulationBatch.Protocol.AMHART:
+        card = ctx.run.persona.opening_message
+        save_message(ctx, "user", card, {"side": "persona_card", "source": "opening_message"}, None)
+        return False
+    spec = user_agent_spec(batch)
+    limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
+    result = chat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+    content, ended = _strip_marker(result.content, batch.end_marker)
+    content, original_words = _cap_words(content, batch.word_cap)
+    meta = _call_meta(result, spec.model, spec.api_base, "user_agent")
+    if ended:
+        meta["end_marker"] = True
+        if not content:
+            return True  # nothing but the marker: the conversation ends on the chatbot's reply
+    if original_words is not None:
+        meta["truncated_from_words"] = original_words
+    save_message(ctx, "user", content, meta, result)
+    return ended
+
+
+def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> None:
+    target = ctx.run.target
+    limiter = _limiter("simulation-target", target.max_concurrent, target.requests_per_minute, target.timeout_seconds)
+    if target.kind == Target.Kind.HTTP:
+        result = http_chat(
+            url=target.api_base,
+            headers=target.http_headers,
+            request_template=target.request_template,
+            response_path=target.response_path or "reply",
+            messages=_target_messages(ctx),
+            model_label=target.model or target.code,
+            params=target.params,
+            conversation_id=ctx.run.conversation.code,
+            timeout=target.timeout_seconds,
+            retry=retry,
+            limiter=limiter,
+            sleep=sleep,
+        )
+        meta = _call_meta(result, target.model or target.code, target.api_base, "chatbot")
+    else:
+        spec = target_spec(target)
+        result = chat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+        meta = _call_meta(result, spec.model, spec.api_base, "chatbot")
+    save_message(ctx, "assistant", result.content, meta, result)
+
+
+def _converse(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> bool:
+    """Fill the conversation up to ``turns`` messages; return whether it ended early."""
+    batch = ctx.batch
+    # A resumed conversation whose last message carried the end marker still owes the reply.
+    ending = bool(ctx.history) and ctx.history[-1][0] == "user" and bool(ctx.history[-1][2].get("end_marker"))
+    while len(ctx.history) < batch.turns:
+        if speaker_at(len(ctx.history), batch.first_speaker) == "user":
+            if _user_turn(ctx, retry, sleep):
+                if not ctx.history or ctx.history[-1][0] != "user":
+                    return True
+                ending = True
+        else:
+            _chatbot_turn(ctx, retry, sleep)
+            if ending:
+                return True
+    return False
+
+
+def simulation_run_execute(
+    *,
+    run_id: int,
+    owner: str | None = None,
+    retry: RetryPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> RunOutcome:
+    """Claim the run, hold the conversation until it is finished or failed, and record it.
+
+    Safe to call any number of times, concurrently too: a finished run is skipped, a run held
+    by a live executor answers ``busy`` with the seconds its lease has left.
+    """
+    owner = owner or new_owner()
+    retry = retry or retry_policy()
+    claimed = simulation_run_claim(run_id=run_id, owner=owner)
+    if isinstance(claimed, RunOutcome):
+        return claimed
+    ctx = claimed
+    try:
+        ended_early = _converse(ctx, retry, sleep)
+        simulation_run_finish(ctx=ctx, ended_early=ended_early)
+        return RunOutcome("done")
+    except LeaseLost:
+        logger.info("simulation run %s: lease lost (cancelled or taken over); stopping", run_id)
+        return RunOutcome("lost")
+    except LLMError as exc:
+        return _fail(ctx, str(exc), exc.kind)
+    except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
+        logger.exception("simulation run %s failed", run_id)
+        return _fail(ctx, f"{type(exc).__name__}: {exc}"[:1000], "other")
+
+
+def _fail(ctx: RunContext, error: str, kind: str) -> RunOutcome:
+    try:
+        simulation_run_fail(ctx=ctx, error=error, kind=kind)
+    except LeaseLost:
+        return RunOutcome("lost")
+    return RunOutcome("failed")
+
+
+
+
+def simulation_runs_execute_inline(
+    *, run_ids: list[int], threads: int = 4, on_done: Callable[[int, RunOutcome], None] | None = None
+) -> dict[int, RunOutcome]:
+    """Execute runs in this process on a thread pool (no worker needed); return the outcomes.
+
+    Each thread uses its own database connection and closes it at the end.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    def one(run_id: int) -> tuple[int, RunOutcome]:
+        try:
+            outcome = simulation_run_execute(run_id=run_id, owner=new_owner("inline"))
+        finally:
+            connections.close_all()
+        if on_done is not None:
+            on_done(run_id, outcome)
+        return run_id, outcome
+
+    with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix="simulate") as pool:
+        return dict(pool.map(one, run_ids))

