@@ -29,6 +29,7 @@ run: install
 # Unit and browser tests on SQLite with eager Celery, then the integration module on
 # PostgreSQL + Redis + a real worker (skipped with a reason when those are absent, failed in CI).
 test: install-dev
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 	DJANGO_SETTINGS_MODULE=evalsite.settings.integration $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS)
 

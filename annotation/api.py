@@ -15,7 +15,11 @@ from simulation.uploads import read_upload
 from . import selectors, services
 from .models import Instrument
 from .permissions import CanImport, CanViewCorpus
-from .serializers import InstrumentDetailSerializer, InstrumentImportResponseSerializer, InstrumentSerializer
+from .serializers import (
+    InstrumentDetailSerializer,
+    InstrumentImportResponseSerializer,
+    InstrumentSerializer,
+)
 
 
 class InstrumentViewSet(viewsets.ReadOnlyModelViewSet):

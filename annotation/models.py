@@ -45,7 +45,9 @@ class Instrument(models.Model):
     class Meta:
         ordering = ["key", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["key", "version"], name="instrument_key_version_unique"),
+            models.UniqueConstraint(
+                fields=["key", "version"], name="instrument_key_version_unique"
+            ),
             models.CheckConstraint(
                 condition=models.Q(kind__in=["checklist", "flow", "section"]),
                 name="instrument_kind_valid",
@@ -116,11 +118,19 @@ class Study(models.Model):
     composition = models.JSONField(default=dict, blank=True)
     assignment_seed = models.BigIntegerField(null=True, blank=True)
     sample_seed = models.BigIntegerField(null=True, blank=True)
-    selection = models.JSONField(default=dict, blank=True, help_text="How the conversations were picked")
-    tie_policy = models.CharField(max_length=20, choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION)
-    reliability_threshold = models.FloatField(default=0.5, help_text="Items below this kappa are flagged")
+    selection = models.JSONField(
+        default=dict, blank=True, help_text="How the conversations were picked"
+    )
+    tie_policy = models.CharField(
+        max_length=20, choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION
+    )
+    reliability_threshold = models.FloatField(
+        default=0.5, help_text="Items below this kappa are flagged"
+    )
     calibration_required = models.BooleanField(default=False)
-    blinding_lifted = models.BooleanField(default=False, help_text="Raters may see other answers once true")
+    blinding_lifted = models.BooleanField(
+        default=False, help_text="Raters may see other answers once true"
+    )
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="studies")
     section = models.ForeignKey(
         Instrument,
@@ -159,8 +169,13 @@ class StudyConversation(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["study", "conversation"], name="study_conversation_unique")
+            models.UniqueConstraint(
+                fields=["study", "conversation"], name="study_conversation_unique"
+            )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.conversation_id}"
 
 
 class MemberRole(models.TextChoices):
@@ -201,11 +216,17 @@ class Assignment(models.Model):
     """One conversation for one rater in one study, in the rater's own randomised order."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
-    conversation = models.ForeignKey("simulation.Conversation", on_delete=models.PROTECT, related_name="assignments")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    conversation = models.ForeignKey(
+        "simulation.Conversation", on_delete=models.PROTECT, related_name="assignments"
+    )
+    rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
+    )
     is_calibration = models.BooleanField(default=False)
     position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue")
-    status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.NOT_STARTED)
+    status = models.CharField(
+        max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.NOT_STARTED
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -221,7 +242,10 @@ class Assignment(models.Model):
                 name="assignment_active_unique",
             )
         ]
-        indexes = [models.Index(fields=["rater", "status"]), models.Index(fields=["study", "conversation"])]
+        indexes = [
+            models.Index(fields=["rater", "status"]),
+            models.Index(fields=["study", "conversation"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.study_id}:{self.conversation_id}->{self.rater_id}"
@@ -236,7 +260,9 @@ class Rating(models.Model):
     """A rater's answers for one assignment. ``revision`` detects concurrent edits."""
 
     assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
-    status = models.CharField(max_length=20, choices=RatingStatus.choices, default=RatingStatus.DRAFT)
+    status = models.CharField(
+        max_length=20, choices=RatingStatus.choices, default=RatingStatus.DRAFT
+    )
     # {item_key: {"value": "...", "note": "..."}} for the main instrument and the section.
     answers = models.JSONField(default=dict, blank=True)
     # Question flows: the derived path and dimension labels at submission.
@@ -258,19 +284,28 @@ class RatingRevision(models.Model):
     answers = models.JSONField()
     derived = models.JSONField(default=dict, blank=True)
     reason = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["rating", "number"]
-        constraints = [models.UniqueConstraint(fields=["rating", "number"], name="rating_revision_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["rating", "number"], name="rating_revision_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"revision {self.number} of {self.rating_id}"
 
 
 class StudyEvent(models.Model):
     """Audit trail of a study: who changed what, when and why."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     action = models.CharField(max_length=60)
     reason = models.TextField(blank=True)
     details = models.JSONField(default=dict, blank=True)
@@ -278,6 +313,9 @@ class StudyEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} in study {self.study_id}"
 
 
 class ConsensusProvenance(models.TextChoices):
@@ -293,19 +331,28 @@ class ConsensusLabel(models.Model):
     """The human reference label of one item of one conversation, with how it was reached."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consensus")
-    conversation = models.ForeignKey("simulation.Conversation", on_delete=models.PROTECT, related_name="+")
+    conversation = models.ForeignKey(
+        "simulation.Conversation", on_delete=models.PROTECT, related_name="+"
+    )
     item_key = models.CharField(max_length=80)
     label = models.CharField(max_length=200, blank=True)
     provenance = models.CharField(max_length=20, choices=ConsensusProvenance.choices)
     votes = models.JSONField(default=dict, blank=True)  # {label: count}
     n_ratings = models.PositiveSmallIntegerField(default=0)
     disagreement = models.FloatField(default=0.0, help_text="1 - share of the modal label")
-    adjudicated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    adjudicated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reason = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["study", "conversation", "item_key"], name="consensus_unique")
+            models.UniqueConstraint(
+                fields=["study", "conversation", "item_key"], name="consensus_unique"
+            )
         ]
         indexes = [models.Index(fields=["study", "provenance"])]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}/{self.item_key}: {self.label or self.provenance}"

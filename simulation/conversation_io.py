@@ -16,7 +16,6 @@ from typing import Any
 
 from annotation.problems import Problem
 
-
 ROLES = ("user", "assistant", "system")
 JSONL_FIELDS = {"id", "persona", "persona_set", "target", "messages", "metadata", "run_index", "sensitive"}
 

@@ -16,7 +16,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..flow import Flow, FlowError, walk
-from ..models import Assignment, AssignmentStatus, InstrumentKind, Item, Rating, RatingRevision, RatingStatus, Scale
+from ..models import (
+    Assignment,
+    AssignmentStatus,
+    InstrumentKind,
+    Item,
+    Rating,
+    RatingRevision,
+    RatingStatus,
+    Scale,
+)
 from .errors import AnnotationError, RatingConflict
 from .studies import assignment_touch
 

@@ -7,7 +7,14 @@ import io
 
 import pytest
 
-from annotation.models import Assignment, AssignmentStatus, MemberRole, Rating, RatingStatus, StudyMembership
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    MemberRole,
+    Rating,
+    RatingStatus,
+    StudyMembership,
+)
 from annotation.services import builtin_instruments_load, study_create
 from reports.models import ReportCache
 from reports.stats import agreement_report
