@@ -14,6 +14,7 @@ each run with identical judges and conversations: every call is answered from th
 cache (no HTTP call), so it measures the bookkeeping alone.
 
 Run: .venv/bin/python bench/judge.py [--conversations 64] [--latency 0.2] [--concurrency 16]
+     [--processes 2]  (the same 16-way concurrency split over forked processes)
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connections  # noqa: E402
 
 from annotation.services import builtin_instruments_load, instrument_import  # noqa: E402
 from judging import services  # noqa: E402
@@ -144,11 +146,38 @@ class RemoteFake:
         self._proc.join(timeout=5)
 
 
-def timed_run(judges: list[Judge], conversations: list[Conversation], concurrency: int) -> tuple[float, JudgeRun]:
+def _shard(run_id: int, concurrency: int, index: int, processes: int) -> None:
+    services.judge_run_execute_in_process(run_id=run_id, concurrency=concurrency, shard=(index, processes))
+
+
+def timed_run(
+    judges: list[Judge], conversations: list[Conversation], concurrency: int, processes: int = 1
+) -> tuple[float, float, JudgeRun]:
+    """Return wall seconds, CPU seconds (all threads of this process and its children), the run.
+
+    With ``processes`` > 1 the threads are split over that many forked processes, each taking
+    its share of the results (a stand-in for Celery's prefork pool).
+    """
     run = services.judge_run_create(judges=judges, conversation_ids=[c.pk for c in conversations], start=False)
     started = time.perf_counter()
-    run = services.judge_run_execute_in_process(run_id=run.pk, concurrency=concurrency)
-    return time.perf_counter() - started, run
+    before = os.times()
+    if processes == 1:
+        services.judge_run_execute_in_process(run_id=run.pk, concurrency=concurrency)
+    else:
+        connections.close_all()  # children open their own connections
+        ctx = multiprocessing.get_context("fork")
+        children = [
+            ctx.Process(target=_shard, args=(run.pk, max(1, concurrency // processes), i, processes))
+            for i in range(processes)
+        ]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+    after = os.times()
+    cpu = (after.user - before.user) + (after.system - before.system)
+    cpu += (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return time.perf_counter() - started, cpu, JudgeRun.objects.get(pk=run.pk)
 
 
 def main() -> None:
@@ -157,13 +186,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--fake-in-process", action="store_true", help="Serve the fake LLM from this process")
+    parser.add_argument("--processes", type=int, default=1, help="Split the threads over this many processes")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
     amhart = next(i for i in builtin_instruments_load() if i.key == "amhart")
     rubric = ROOT / "tests" / "fixtures" / "vera" / "rubric_small.tsv"
     vera, _ = instrument_import(text=rubric.read_text(encoding="utf-8"), file=rubric.name, fmt="vera-mh")
-    conversations = make_conversations(args.conversations)
+    *conversations, spare = make_conversations(args.conversations + 1)
 
     rows = []
     server = FakeLLM(latency=args.latency) if args.fake_in_process else RemoteFake(args.latency)
@@ -182,27 +212,36 @@ def main() -> None:
 
         # Warm-up: import litellm and open the first connections outside the timings.
         services.judge_run_execute_in_process(
-            run_id=services.judge_run_create(judges=checklist[:1], conversation_ids=[conversations[0].pk], start=False, use_cache=False).pk,
+            run_id=services.judge_run_create(judges=checklist[:1], conversation_ids=[spare.pk], start=False).pk,
             concurrency=1,
         )
 
         for label, judges in ((f"checklist 3 x {args.conversations}", checklist), (f"question flow 1 x {args.conversations}", flow)):
             before = fake.calls_total
-            wall, run = timed_run(judges, conversations, args.concurrency)
+            wall, cpu, run = timed_run(judges, conversations, args.concurrency, args.processes)
             calls = fake.calls_total - before
             ideal = calls * args.latency / args.concurrency
             assert run.status == "completed", (run.status, run.error)
-            cached_wall, cached = timed_run(judges, conversations, args.concurrency)
+            cached_wall, cached_cpu, cached = timed_run(judges, conversations, args.concurrency, args.processes)
             assert fake.calls_total - before == calls, "the re-run must make no HTTP call"
-            rows.append((label, calls, wall, ideal, wall / ideal, fake.max_in_flight, cached_wall, cached.n_cached, cached.n_calls))
+            rows.append((label, calls, wall, ideal, wall / ideal, cpu, fake.max_in_flight, cached_wall, cached_cpu, f"{cached.n_cached}/{cached.n_calls}"))
 
     where = "this process" if args.fake_in_process else "a child process"
-    print(f"database: file-based SQLite (WAL) in {TEMP}; {args.concurrency} threads; {args.latency * 1000:.0f} ms per call; fake server in {where}")
-    header = f"{'workload':<26}{'calls':>7}{'wall s':>9}{'ideal s':>9}{'ratio':>7}{'max in flight':>15}{'cached re-run s':>17}{'cached':>10}"
+    layout = f"{args.concurrency} threads" if args.processes == 1 else f"{args.processes} processes x {args.concurrency // args.processes} threads"
+    print(f"database: file-based SQLite (WAL) in {TEMP}; {layout}; {args.latency * 1000:.0f} ms per call; fake server in {where}; {os.cpu_count()} CPUs")
+    header = (
+        f"{'workload':<24}{'calls':>6}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'cpu s':>7}{'in flight':>10}"
+        f"{'cached wall s':>14}{'cached cpu s':>13}{'cached':>9}"
+    )
     print(header)
     print("-" * len(header))
-    for label, calls, wall, ideal, ratio, in_flight, cached_wall, n_cached, n_calls in rows:
-        print(f"{label:<26}{calls:>7}{wall:>9.2f}{ideal:>9.2f}{ratio:>7.2f}{in_flight:>15}{cached_wall:>17.2f}{f'{n_cached}/{n_calls}':>10}")
+    for label, calls, wall, ideal, ratio, cpu, in_flight, cached_wall, cached_cpu, cached in rows:
+        print(
+            f"{label:<24}{calls:>6}{wall:>8.2f}{ideal:>8.2f}{ratio:>7.2f}{cpu:>7.2f}{in_flight:>10}"
+            f"{cached_wall:>14.2f}{cached_cpu:>13.2f}{cached:>9}"
+        )
+    print("cpu s: CPU time of the judging process(es), all threads, during the run; near wall s x")
+    print("processes means the threads are bound by the interpreter lock, not by waiting for the model.")
 
 
 if __name__ == "__main__":

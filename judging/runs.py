@@ -10,11 +10,10 @@ the result rows (``judge_run_refresh``) settles the totals and votes the ensembl
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -125,24 +124,6 @@ def judge_run_create(
     return run
 
 
-_sqlite_writes = threading.Lock()
-
-
-@contextlib.contextmanager
-def _writes() -> Iterator[None]:
-    """Serialise this process's writes when the database is SQLite.
-
-    SQLite allows one writer; a thread that finds it busy sleeps in growing steps (1, 2, 5,
-    10... ms) before trying again. Threads of one process (the embedded mode, ``--inline``)
-    queue on a lock instead, which hands over at once. Other databases need no lock.
-    """
-    if connection.vendor != "sqlite":
-        yield
-        return
-    with _sqlite_writes:
-        yield
-
-
 def _claim(result_id: int) -> JudgeResult | None:
     """Mark a result running and return it, or None when there is nothing to do.
 
@@ -192,8 +173,7 @@ def judge_result_execute(*, result_id: int) -> str:
 
     Safe to call twice: a finished row is left alone.
     """
-    with _writes():
-        result = _claim(result_id)
+    result = _claim(result_id)
     if result is None:
         return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).get()
     run = result.run
@@ -214,13 +194,10 @@ def judge_result_execute(*, result_id: int) -> str:
         logger.exception("judge result %s failed", result_id)
         error_kind, error = "internal", f"{type(exc).__name__}: {exc}"[:2000]
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    with _writes():
-        stored = _store(result, caller, labels, status, error_kind, error, path, ended_by)
-    if stored:
+    if _store(result, caller, labels, status, error_kind, error, path, ended_by):
         counts = JudgeRun.objects.filter(pk=run.pk).values_list("n_done", "n_failed", "n_total", "status").get()
         if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-            with _writes():
-                judge_run_refresh(run_id=run.pk)
+            judge_run_refresh(run_id=run.pk)
     return status
 
 
@@ -352,17 +329,21 @@ def judge_run_execute_in_process(
     run_id: int,
     concurrency: int = 8,
     on_result: Callable[[JudgeResult], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> JudgeRun:
     """Run a run's pending results on a pool of threads in this process (no worker needed).
 
     Each thread calls the same function the Celery task calls, with its own database
-    connection, closed when the thread ends.
+    connection, closed when the thread ends. ``shard=(i, n)`` takes only the results whose id
+    is i modulo n, so n processes can share a run.
     """
     from .tasks import judge_result_task
 
+    index, shards = shard
     pending: queue.SimpleQueue[int] = queue.SimpleQueue()
     for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True):
-        pending.put(pk)
+        if pk % shards == index:
+            pending.put(pk)
     errors: list[BaseException] = []
 
     def worker() -> None:
