@@ -143,3 +143,40 @@ def study_consensus_rows(study: Study) -> list[dict]:
             }
         )
     return rows
+
+
+def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
+    """Return judge runs that labelled at least one conversation of the study, newest first."""
+    from judging.models import JudgeRun
+
+    conversation_ids = study.study_conversations.values_list("conversation_id", flat=True)
+    return JudgeRun.objects.filter(results__conversation_id__in=conversation_ids).distinct().order_by("-created_at")
+
+
+def judge_rows_for_study(study: Study, run_id: int) -> tuple[list[tuple[str, str, str, str | None]], list[tuple[str, str, str, str | None]], list[str]]:
+    """Return (judge rows, ensemble rows, warnings) for the study's conversations in a run.
+
+    Rows are (conversation code, judge name, item, label); a missing judge label is None, so
+    it counts as missing (never as "no"). Only instance 0 of each judge is compared.
+    """
+    from judging.ensemble import ensemble_kind
+    from judging.models import EnsembleLabel, JudgeLabel
+
+    run = judge_runs_for_study(study).filter(pk=run_id).first()
+    if run is None:
+        raise Http404("no such judge run for this study")
+    conversation_ids = list(study.study_conversations.filter(is_calibration=False).values_list("conversation_id", flat=True))
+    kind = ensemble_kind(run.mode)
+    judges = [
+        (code, name, item, label or None)
+        for code, name, item, label in JudgeLabel.objects.filter(
+            result__run=run, result__instance=0, kind=kind, result__conversation_id__in=conversation_ids
+        ).values_list("result__conversation__code", "result__judge__name", "item_key", "label")
+    ]
+    ensemble = [
+        (code, "ensemble", item, label or None)
+        for code, item, label in EnsembleLabel.objects.filter(run=run, conversation_id__in=conversation_ids).values_list(
+            "conversation__code", "item_key", "label"
+        )
+    ]
+    return judges, ensemble, list(run.warnings or [])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Max
 
 from annotation.models import InstrumentKind, Scale, Study
 
@@ -202,3 +204,74 @@ def study_scorecard(*, study: Study, source: str = "consensus") -> dict[str, Any
         return {"kind": "checklist", "source": source, **amhart_scorecard(rows)}
 
     return cached(f"scorecard:{study.pk}:{source}", selectors.study_data_version(study), compute)
+
+
+def study_judges_vs_humans(*, study: Study, run_id: int, na: str = "category") -> dict[str, Any]:
+    """Compare each judge and the ensemble with human consensus and with each single rater.
+
+    Also returns the humans' own pairwise agreement so a reader sees whether a judge sits
+    inside the human envelope. N/A is a category of its own by default (as AMHART compares
+    judges with the human reference); ``na="exclude"`` drops N/A on both sides.
+    """
+    from judging.models import JudgeLabel
+
+    stamp = JudgeLabel.objects.filter(result__run_id=run_id).aggregate(n=Count("id"), last=Max("result__finished_at"))
+    version = f"{selectors.study_data_version(study)}|{run_id}|{stamp}"
+    key = f"judges:{study.pk}:{run_id}:{na}"
+    return cached(key, hashlib.sha256(version.encode()).hexdigest()[:32], lambda: _compute_judges(study, run_id, na))
+
+
+def _compute_judges(study: Study, run_id: int, na: str) -> dict[str, Any]:
+    from .stats import rater_pair_agreement
+
+    judges, ensemble, warnings = selectors.judge_rows_for_study(study, run_id)
+    humans = selectors.study_ratings_long(study, part="main")
+    consensus = selectors.study_consensus_map(study)
+    payload: dict[str, Any] = {"run": run_id, "na_policy": na, "warnings": warnings, "n_consensus": len(consensus)}
+    if not judges:
+        payload["empty"] = "This run has no labels for the study's conversations."
+        return payload
+    order = None
+    if study.instrument.kind == InstrumentKind.FLOW:
+        from annotation.flow import LABELS
+
+        order = list(LABELS)
+    if consensus:
+        vs = reference_agreement([*judges, *ensemble], consensus, na=na, labels=order, reference_name="consensus")
+        payload["vs_consensus"] = {
+            "pooled": [c.as_dict() for c in vs.pooled],
+            "items": {str(item): [c.as_dict() for c in comps] for item, comps in vs.items.items()},
+            "labels": [str(x) for x in vs.labels],
+        }
+    if humans:
+        pairs = rater_pair_agreement(judges, humans, na=na, labels=order)
+        payload["vs_raters"] = [c.as_dict() for c in pairs.pooled]
+        human_pairs = rater_pair_agreement(humans, humans, na=na, labels=order)
+        envelope = [
+            c.as_dict() for c in human_pairs.pooled if str(c.rater) < str(c.reference) and c.n > 0
+        ]
+        payload["human_pairs"] = envelope
+        kappas = [c["cohen_kappa"] for c in envelope if c["cohen_kappa"] is not None]
+        agreements = [c["percent_agreement"] for c in envelope if c["percent_agreement"] is not None]
+        payload["human_envelope"] = {
+            "kappa_min": min(kappas) if kappas else None,
+            "kappa_max": max(kappas) if kappas else None,
+            "agreement_min": min(agreements) if agreements else None,
+            "agreement_max": max(agreements) if agreements else None,
+        }
+        per_judge: dict[str, list[dict[str, Any]]] = {}
+        for c in payload["vs_raters"]:
+            per_judge.setdefault(c["rater"], []).append(c)
+        payload["judge_vs_raters_mean"] = {
+            judge: {
+                "kappa": _mean([c["cohen_kappa"] for c in comps]),
+                "agreement": _mean([c["percent_agreement"] for c in comps]),
+            }
+            for judge, comps in per_judge.items()
+        }
+    return payload
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None

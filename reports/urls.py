@@ -12,4 +12,6 @@ urlpatterns = [
     path("studies/<int:pk>/realism.csv", views.realism_csv, name="realism-csv"),
     path("studies/<int:pk>/scorecard/", views.scorecard, name="scorecard"),
     path("studies/<int:pk>/scorecard/<slug:table>.csv", views.scorecard_csv, name="scorecard-csv"),
+    path("studies/<int:pk>/judges/", views.judges, name="judges"),
+    path("studies/<int:pk>/judges.csv", views.judges_csv, name="judges-csv"),
 ]

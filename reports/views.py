@@ -155,3 +155,57 @@ def scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{table}.csv"'
     return response
+
+
+@roles_required(*REPORT_ROLES)
+def judges(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    runs = list(selectors.judge_runs_for_study(study)[:50])
+    run_id = _int(request.GET.get("run")) or (runs[0].pk if runs else None)
+    na = "exclude" if request.GET.get("na") == "exclude" else "category"
+    data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na) if run_id else None
+    matrices = {}
+    if data and data.get("vs_consensus"):
+        for comparison in data["vs_consensus"]["pooled"]:
+            confusion = comparison["confusion"]
+            matrices[comparison["rater"]] = {"z": confusion["counts"], "labels": confusion["labels"]}
+    return render(
+        request,
+        "reports/judges.html",
+        {"study": study, "runs": runs, "run_id": run_id, "na": na, "data": data, "matrices": json.dumps(matrices)},
+    )
+
+
+@roles_required(*REPORT_ROLES)
+def judges_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    run_id = _int(request.GET.get("run"))
+    if not run_id:
+        from django.http import Http404
+
+        raise Http404("choose a run")
+    na = "exclude" if request.GET.get("na") == "exclude" else "category"
+    data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["comparison", "item", "rater", "reference", "n", "percent_agreement", "cohen_kappa"])
+    consensus = data.get("vs_consensus") or {}
+    for c in consensus.get("pooled", []):
+        writer.writerow(["vs_consensus", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
+    for item, comps in consensus.get("items", {}).items():
+        for c in comps:
+            writer.writerow(["vs_consensus", item, c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
+    for c in data.get("vs_raters", []):
+        writer.writerow(["judge_vs_rater", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
+    for c in data.get("human_pairs", []):
+        writer.writerow(["rater_vs_rater", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-run-{run_id}-judges.csv"'
+    return response
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,98 @@
+"""Judges against human consensus and single raters, through real judge runs on the fake server."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
+from annotation.services import builtin_instruments_load, study_compute_consensus, study_create
+from judging import services as judging
+from reports.stats import reference_agreement
+from tests.conftest import client_for
+from tests.factories import ConversationFactory
+from tests.judging.conftest import checklist_reply
+
+HUMAN = {  # conversation index -> labels of amhart_01 by the two clinicians (rest: both "no")
+    0: ("yes", "yes"),
+    1: ("no", "no"),
+    2: ("yes", "no"),
+}
+
+
+@pytest.fixture
+def study_with_run(fake_llm, coordinator, clinician, clinician2, django_capture_on_commit_callbacks, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-test-not-real")
+    amhart, section = builtin_instruments_load()
+    conversations = [ConversationFactory() for _ in HUMAN]
+    study = study_create(name="Judged", instrument=amhart, section=section, conversation_ids=[c.pk for c in conversations],
+                         created_by=coordinator, coordinators=[coordinator],
+                         raters=[(clinician, "clinician"), (clinician2, "clinician")])
+    item_keys = list(amhart.items.values_list("key", flat=True))
+    for index, conversation in enumerate(conversations):
+        for rater, label in zip((clinician, clinician2), HUMAN[index], strict=True):
+            assignment = Assignment.objects.create(study=study, conversation=conversation, rater=rater, status=AssignmentStatus.SUBMITTED)
+            answers = {key: {"value": "no"} for key in item_keys}
+            answers["amhart_01"] = {"value": label}
+            answers["amhart_13"] = answers["amhart_14"] = {"value": "N/A"}
+            Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, answers={"main": answers})
+    study_compute_consensus(study=study, actor=coordinator)
+    # judge-a says yes to amhart_01 everywhere, judge-b no everywhere; both "no" elsewhere.
+    fake_llm.script("judge-a", [checklist_reply({"amhart_01": "yes", "amhart_13": "N/A", "amhart_14": "N/A"}, default="no")])
+    fake_llm.script("judge-b", [checklist_reply({"amhart_13": "N/A", "amhart_14": "N/A"}, default="no")])
+    judges = [
+        judging.judge_create(name=name, instrument=amhart, model=f"openai/{name}", provider=name,
+                             api_base=fake_llm.base_url, api_key_env="JUDGE_TEST_KEY")
+        for name in ("judge-a", "judge-b")
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        run = judging.judge_run_create(judges=judges, conversation_ids=[c.pk for c in conversations])
+    run.refresh_from_db()
+    return study, run, conversations
+
+
+def test_judges_are_compared_with_consensus_and_with_each_rater(study_with_run, coordinator):
+    study, run, conversations = study_with_run
+    from reports.services import study_judges_vs_humans
+    from reports.selectors import judge_rows_for_study, study_consensus_map
+
+    data = study_judges_vs_humans(study=study, run_id=run.pk)
+    pooled = {c["rater"]: c for c in data["vs_consensus"]["pooled"]}
+    assert {"judge-a", "judge-b"} <= set(pooled)
+    judges, ensemble, _ = judge_rows_for_study(study, run.pk)
+    expected = reference_agreement([*judges, *ensemble], study_consensus_map(study), na="category", reference_name="consensus")
+    for comparison in expected.pooled:
+        got = pooled[str(comparison.rater)]
+        assert got["n"] == comparison.n
+        assert got["percent_agreement"] == pytest.approx(comparison.percent_agreement)
+    # 14 items x 3 conversations; the tie on conversation 2 has no consensus (adjudication policy).
+    assert pooled["judge-a"]["n"] == 14 * 3 - 1
+    assert pooled["judge-a"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 1
+    assert pooled["judge-b"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 0
+    assert len(data["human_pairs"]) == 1 and data["human_envelope"]["agreement_min"] == pytest.approx(41 / 42)
+    assert set(data["judge_vs_raters_mean"]) == {"judge-a", "judge-b"}
+
+
+def test_judges_page_and_csv(study_with_run, coordinator, clinician, outsider):
+    study, run, _ = study_with_run
+    client = client_for(coordinator)
+    page = client.get(f"/reports/studies/{study.pk}/judges/?run={run.pk}").content.decode()
+    assert "Against human consensus" in page and "judge-a" in page and "human envelope" in page
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judges.csv?run={run.pk}").content.decode())))
+    assert {r["comparison"] for r in rows} == {"vs_consensus", "judge_vs_rater", "rater_vs_rater"}
+    for user in (clinician, outsider):
+        assert client_for(user).get(f"/reports/studies/{study.pk}/judges/").status_code == 404
+
+
+def test_rater_pages_never_show_judge_output(study_with_run, clinician):
+    from judging.models import JudgeLabel
+
+    study, run, _ = study_with_run
+    JudgeLabel.objects.filter(result__run=run).update(rationale="JUDGE-SECRET-RATIONALE")
+    client = client_for(clinician)
+    assignment = Assignment.objects.filter(rater=clinician, study=study).first()
+    for url in ("/ratings/", f"/ratings/{assignment.pk}/", f"/api/v1/my/assignments/{assignment.pk}/", "/api/v1/my/assignments/"):
+        body = client.get(url).content.decode()
+        assert "JUDGE-SECRET-RATIONALE" not in body and "judge-a" not in body, url
