@@ -180,3 +180,25 @@ def judge_rows_for_study(study: Study, run_id: int) -> tuple[list[tuple[str, str
         )
     ]
     return judges, ensemble, list(run.warnings or [])
+
+
+def study_ratings_export_rows(study: Study) -> list[list]:
+    rows = []
+    for rating in _submitted(study).order_by("assignment__conversation__code", "assignment__rater__username"):
+        unit = rating.assignment.conversation.code
+        rater = rating.assignment.rater.get_username()
+        for part in ("main", "section"):
+            for key, entry in (rating.answers.get(part) or {}).items():
+                rows.append([unit, rater, part, key, entry.get("value", ""), entry.get("note", ""),
+                             rating.submitted_at.isoformat() if rating.submitted_at else "", rating.assignment.time_spent_seconds])
+        for dimension, label in ((rating.derived or {}).get("labels") or {}).items():
+            rows.append([unit, rater, "derived", dimension, label, "", rating.submitted_at.isoformat() if rating.submitted_at else "", rating.assignment.time_spent_seconds])
+    return rows
+
+
+def study_consensus_export_rows(study: Study) -> list[list]:
+    return [
+        [c.conversation.code, c.item_key, c.label, c.provenance, c.n_ratings, c.disagreement,
+         c.adjudicated_by.get_username() if c.adjudicated_by else "", c.reason]
+        for c in ConsensusLabel.objects.filter(study=study).select_related("conversation", "adjudicated_by").order_by("conversation__code", "item_key")
+    ]

@@ -275,3 +275,65 @@ def _compute_judges(study: Study, run_id: int, na: str) -> dict[str, Any]:
 def _mean(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present else None
+
+
+def study_export_zip(*, study: Study) -> bytes:
+    """Return the whole study as a zip of CSV files, ready for R, Stata or Python.
+
+    ratings_long.csv (every submitted answer: unit, rater, part, item, label, note),
+    consensus.csv (label and provenance per conversation and item), judge_labels_long.csv and
+    ensemble.csv (every judge run that labelled the study's conversations), reliability.csv,
+    scores_by_*.csv (the scorecard tables), and README.txt describing each file.
+    """
+    import csv
+    import io
+    import zipfile
+
+    from judging.exports import export_csv
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+
+        def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+            text = io.StringIO()
+            writer = csv.writer(text)
+            writer.writerow(header)
+            writer.writerows(rows)
+            archive.writestr(name, text.getvalue())
+
+        write(
+            "ratings_long.csv",
+            ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
+            selectors.study_ratings_export_rows(study),
+        )
+        write(
+            "consensus.csv",
+            ["unit", "item", "label", "provenance", "n_ratings", "disagreement", "adjudicated_by", "reason"],
+            selectors.study_consensus_export_rows(study),
+        )
+        runs = selectors.judge_runs_for_study(study)
+        archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
+        archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
+        archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
+        reliability = study_reliability(study=study)
+        main = reliability.get("main") or {}
+        columns = ["n_units", "n_raters", "n_ratings", "percent_agreement", "fleiss_kappa", "fleiss_p0", "fleiss_pe", "cohen_kappa_mean", "krippendorff_alpha", "gwet_ac1"]
+        rows = [["pooled", *[(main.get("pooled") or {}).get(c) for c in columns]]] if main else []
+        rows += [[item, *[values.get(c) for c in columns]] for item, values in (main.get("items") or {}).items()]
+        write("reliability.csv", ["item", *columns], rows)
+        card = study_scorecard(study=study)
+        for table, records in card.items():
+            if isinstance(records, list) and records:
+                header = list(dict.fromkeys(k for r in records for k in r))
+                write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
+        archive.writestr(
+            "README.txt",
+            f"evalsite export of study {study.pk}: {study.name}\n"
+            f"Instrument: {study.instrument} | section: {study.section}\n"
+            "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
+            "consensus.csv: human reference label per unit and item, with provenance.\n"
+            "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
+            f"reliability.csv: inter-rater agreement per item and pooled (N/A {reliability.get('na_policy')}).\n"
+            "scores_*.csv: scorecard tables computed from the human consensus.\n",
+        )
+    return buffer.getvalue()

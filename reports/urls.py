@@ -14,4 +14,5 @@ urlpatterns = [
     path("studies/<int:pk>/scorecard/<slug:table>.csv", views.scorecard_csv, name="scorecard-csv"),
     path("studies/<int:pk>/judges/", views.judges, name="judges"),
     path("studies/<int:pk>/judges.csv", views.judges_csv, name="judges-csv"),
+    path("studies/<int:pk>/export.zip", views.study_export, name="study-export"),
 ]

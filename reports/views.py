@@ -209,3 +209,11 @@ def _int(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
+
+
+@roles_required(*REPORT_ROLES)
+def study_export(request: HttpRequest, pk: int) -> HttpResponse:
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    response = HttpResponse(services.study_export_zip(study=study), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-export.zip"'
+    return response

@@ -55,8 +55,8 @@ def study_with_run(fake_llm, coordinator, clinician, clinician2, django_capture_
 
 def test_judges_are_compared_with_consensus_and_with_each_rater(study_with_run, coordinator):
     study, run, conversations = study_with_run
-    from reports.services import study_judges_vs_humans
     from reports.selectors import judge_rows_for_study, study_consensus_map
+    from reports.services import study_judges_vs_humans
 
     data = study_judges_vs_humans(study=study, run_id=run.pk)
     pooled = {c["rater"]: c for c in data["vs_consensus"]["pooled"]}
@@ -96,3 +96,19 @@ def test_rater_pages_never_show_judge_output(study_with_run, clinician):
     for url in ("/ratings/", f"/ratings/{assignment.pk}/", f"/api/v1/my/assignments/{assignment.pk}/", "/api/v1/my/assignments/"):
         body = client.get(url).content.decode()
         assert "JUDGE-SECRET-RATIONALE" not in body and "judge-a" not in body, url
+
+
+def test_whole_study_export_holds_every_table(study_with_run, coordinator, outsider):
+    import zipfile
+
+    study, run, _ = study_with_run
+    response = client_for(coordinator).get(f"/reports/studies/{study.pk}/export.zip")
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    names = set(archive.namelist())
+    assert {"ratings_long.csv", "consensus.csv", "judge_labels_long.csv", "ensemble.csv", "reliability.csv", "README.txt"} <= names
+    assert any(n.startswith("scores_") for n in names)
+    ratings = list(csv.DictReader(io.StringIO(archive.read("ratings_long.csv").decode())))
+    assert len([r for r in ratings if r["part"] == "main"]) == 3 * 2 * 14
+    judges = archive.read("judge_labels_long.csv").decode()
+    assert "judge-a" in judges and "judge-b" in judges
+    assert client_for(outsider).get(f"/reports/studies/{study.pk}/export.zip").status_code == 404
