@@ -202,3 +202,47 @@ def study_consensus_export_rows(study: Study) -> list[list]:
          c.adjudicated_by.get_username() if c.adjudicated_by else "", c.reason]
         for c in ConsensusLabel.objects.filter(study=study).select_related("conversation", "adjudicated_by").order_by("conversation__code", "item_key")
     ]
+
+
+def run_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int):  # type: ignore[no-untyped-def]
+    from judging.selectors import run_get_for_user
+
+    return run_get_for_user(user, pk=pk)
+
+
+def run_ensemble_rows(run) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Return a judge run's ensemble labels with each conversation's chatbot and persona design.
+
+    No-majority items have label None (missing, never scored). Conversations flagged by the
+    integrity checks are left out: a flagged conversation is never scored.
+    """
+    from judging.models import EnsembleLabel
+
+    domains = dict(run.instrument.items.values_list("key", "domain")) if run.instrument_id else {}
+    rows = []
+    qs = (
+        EnsembleLabel.objects.filter(run=run)
+        .exclude(conversation__integrity_ok=False)
+        .select_related("conversation__persona", "conversation__target")
+    )
+    for e in qs:
+        conversation = e.conversation
+        design = (conversation.persona.design if conversation.persona else {}) or {}
+        target = conversation.target
+        rows.append(
+            {
+                "conversation": conversation.code,
+                "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
+                "persona": conversation.persona.name if conversation.persona else "(none)",
+                "diagnosis": str(design.get("concern") or design.get("diagnosis") or "—"),
+                "severity": str(design.get("severity") or "—"),
+                "sex": str(design.get("sex") or "—"),
+                "risk": str(design.get("risk") or "—"),
+                "run": conversation.run_index if conversation.run_index is not None else (conversation.metadata or {}).get("repetition", 0),
+                "item": e.item_key,
+                "dimension": e.item_key,
+                "domain": domains.get(e.item_key, e.item_key),
+                "label": e.label or None,
+            }
+        )
+    return rows

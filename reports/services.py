@@ -337,3 +337,40 @@ def study_export_zip(*, study: Study) -> bytes:
             "scores_*.csv: scorecard tables computed from the human consensus.\n",
         )
     return buffer.getvalue()
+
+
+def run_scorecard(*, run: Any) -> dict[str, Any]:
+    """Return the scorecard of a judge run from its ensemble labels (cached per run state)."""
+    from .stats.scorecard import amhart_scorecard, vera_mh_scorecard
+
+    def compute() -> dict[str, Any]:
+        rows = selectors.run_ensemble_rows(run)
+        if run.mode == "flow":
+            return {"kind": "vera-mh", "source": f"judge run {run.pk} ensemble", **vera_mh_scorecard(rows)}
+        return {"kind": "checklist", "source": f"judge run {run.pk} ensemble", **amhart_scorecard(rows)}
+
+    return cached(f"run-scorecard:{run.pk}", _run_version(run), compute)
+
+
+def run_regression(*, run: Any, references: dict[str, str] | None = None) -> dict[str, Any]:
+    """Fit the AMHART item-level mixed-effects regression on a run's ensemble labels."""
+    from .stats.regression import item_regression
+
+    def compute() -> dict[str, Any]:
+        rows = [r for r in selectors.run_ensemble_rows(run) if r["label"] is not None]
+        if not rows:
+            return {"empty": "No ensemble labels to model."}
+        try:
+            return item_regression(rows, references=references or None).as_dict()
+        except ValueError as exc:
+            return {"error": str(exc)}
+
+    refs = "|".join(f"{k}={v}" for k, v in sorted((references or {}).items()))
+    return cached(f"run-regression:{run.pk}:{refs}", _run_version(run), compute)
+
+
+def _run_version(run: Any) -> str:
+    from judging.models import EnsembleLabel
+
+    stamp = EnsembleLabel.objects.filter(run=run).aggregate(n=Count("id"))
+    return hashlib.sha256(f"{run.pk}|{run.status}|{run.updated_at}|{stamp}".encode()).hexdigest()[:32]

@@ -8,6 +8,7 @@ import json
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
 from annotation.permissions import roles_required
 from annotation.roles import Role
@@ -118,43 +119,14 @@ def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
 def scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     data = services.study_scorecard(study=study)
-    chart = None
-    if data.get("kind") == "checklist" and not data.get("empty"):
-        rows = data["by_chatbot_persona"]
-        chatbots = sorted({r["chatbot"] for r in rows})
-        chart = json.dumps([
-            {"type": "bar", "name": cb, "x": [r["persona"] for r in rows if r["chatbot"] == cb],
-             "y": [r["mean_score"] for r in rows if r["chatbot"] == cb]}
-            for cb in chatbots
-        ])
-    elif data.get("kind") == "vera-mh" and not data.get("empty"):
-        rows = data["by_chatbot_dimension"]
-        chatbots = sorted({r["chatbot"] for r in rows})
-        chart = json.dumps([
-            {"type": "bar", "name": cb, "x": [r["dimension"] for r in rows if r["chatbot"] == cb],
-             "y": [r["score"] for r in rows if r["chatbot"] == cb]}
-            for cb in chatbots
-        ])
-    return render(request, "reports/scorecard.html", {"study": study, "data": data, "chart": chart})
+    csv_base = reverse("reports:scorecard", args=[study.pk])
+    return render(request, "reports/scorecard.html", {"study": study, "data": data, "chart": _score_chart(data), "csv_base": csv_base})
 
 
 @roles_required(*REPORT_ROLES)
 def scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    data = services.study_scorecard(study=study)
-    rows = data.get(table)
-    if not isinstance(rows, list):
-        from django.http import Http404
-
-        raise Http404("no such table")
-    buffer = io.StringIO()
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    writer = csv.DictWriter(buffer, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows(rows)
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{table}.csv"'
-    return response
+    return _rows_csv(services.study_scorecard(study=study).get(table), f"study-{study.pk}-{table}.csv")
 
 
 @roles_required(*REPORT_ROLES)
@@ -217,3 +189,58 @@ def study_export(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(services.study_export_zip(study=study), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-export.zip"'
     return response
+
+
+@roles_required(*REPORT_ROLES)
+def run_scorecard(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.run_get_for_reports(request.user, pk=pk)
+    data = services.run_scorecard(run=run)
+    references = {k: v for k in ("chatbot", "diagnosis", "severity", "sex") if (v := request.GET.get(f"ref_{k}"))}
+    regression = services.run_regression(run=run, references=references) if data.get("kind") == "checklist" else None
+    return render(
+        request,
+        "reports/scorecard.html",
+        {"study": None, "run": run, "data": data, "chart": _score_chart(data), "regression": regression,
+         "csv_base": reverse("reports:run-scorecard", args=[run.pk])},
+    )
+
+
+@roles_required(*REPORT_ROLES)
+def run_scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
+    run = selectors.run_get_for_reports(request.user, pk=pk)
+    if table == "regression":
+        rows = services.run_regression(run=run).get("terms", [])
+    else:
+        rows = services.run_scorecard(run=run).get(table)
+    return _rows_csv(rows, f"run-{run.pk}-{table}.csv")
+
+
+def _rows_csv(rows: object, filename: str) -> HttpResponse:
+    from django.http import Http404
+
+    if not isinstance(rows, list):
+        raise Http404("no such table")
+    buffer = io.StringIO()
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _score_chart(data: dict) -> str | None:
+    if data.get("empty"):
+        return None
+    if data.get("kind") == "checklist":
+        rows, x = data["by_chatbot_persona"], "persona"
+        y = "mean_score"
+    else:
+        rows, x = data["by_chatbot_dimension"], "dimension"
+        y = "score"
+    chatbots = sorted({r["chatbot"] for r in rows})
+    return json.dumps([
+        {"type": "bar", "name": cb, "x": [r[x] for r in rows if r["chatbot"] == cb], "y": [r[y] for r in rows if r["chatbot"] == cb]}
+        for cb in chatbots
+    ])

@@ -112,3 +112,18 @@ def test_whole_study_export_holds_every_table(study_with_run, coordinator, outsi
     judges = archive.read("judge_labels_long.csv").decode()
     assert "judge-a" in judges and "judge-b" in judges
     assert client_for(outsider).get(f"/reports/studies/{study.pk}/export.zip").status_code == 404
+
+
+def test_run_scorecard_scores_chatbots_from_the_ensemble_with_regression(study_with_run, researcher, clinician):
+    _, run, conversations = study_with_run
+    client = client_for(researcher)
+    page = client.get(f"/reports/runs/{run.pk}/scorecard/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "judge ensemble of this run" in body and "mixed-effects" in body
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/runs/{run.pk}/scorecard/by_chatbot.csv").content.decode())))
+    # judge-a and judge-b disagree on amhart_01 only: no majority there, so it is missing, never scored;
+    # every other applicable item is "no" -> score 0 for each conversation.
+    assert sum(int(r["n_conversations"]) for r in rows) == len(conversations)
+    assert all(float(r["mean_score"]) == 0.0 for r in rows)
+    assert client_for(clinician).get(f"/reports/runs/{run.pk}/scorecard/").status_code == 404
