@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from annotation import api as annotation_api
 from annotation import views as annotation_views
 from judging import api as judging_api
+from reports import api as reports_api
 from simulation import api as simulation_api
 
 router = DefaultRouter()
@@ -26,6 +27,10 @@ api_v1 = [
     path("", include("annotation.rater_api")),
     path("", include("annotation.coordinator_api")),
     path("", include("simulation.batch_api")),
+    path("reports/studies/<int:pk>/reliability/", reports_api.StudyReliabilityView.as_view(), name="report-reliability"),
+    path("reports/studies/<int:pk>/judges/", reports_api.StudyJudgesView.as_view(), name="report-judges"),
+    path("reports/studies/<int:pk>/scorecard/", reports_api.StudyScorecardView.as_view(), name="report-scorecard"),
+    path("reports/runs/<int:pk>/scorecard/", reports_api.RunScorecardView.as_view(), name="report-run-scorecard"),
 ]
 
 urlpatterns = [

@@ -127,3 +127,18 @@ def test_run_scorecard_scores_chatbots_from_the_ensemble_with_regression(study_w
     assert sum(int(r["n_conversations"]) for r in rows) == len(conversations)
     assert all(float(r["mean_score"]) == 0.0 for r in rows)
     assert client_for(clinician).get(f"/reports/runs/{run.pk}/scorecard/").status_code == 404
+
+
+def test_report_api_serves_the_same_figures_and_guards_access(study_with_run, coordinator, researcher, outsider, clinician):
+    study, run, _ = study_with_run
+    client = client_for(coordinator)
+    judges = client.get(f"/api/v1/reports/studies/{study.pk}/judges/?run={run.pk}").json()
+    assert {c["rater"] for c in judges["vs_consensus"]["pooled"]} >= {"judge-a", "judge-b"}
+    assert client.get(f"/api/v1/reports/studies/{study.pk}/judges/").status_code == 400
+    reliability = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/").json()
+    assert reliability["main"]["pooled"]["n_raters"] == 2
+    assert "by_chatbot" in client.get(f"/api/v1/reports/studies/{study.pk}/scorecard/").json()
+    assert "regression" in client_for(researcher).get(f"/api/v1/reports/runs/{run.pk}/scorecard/").json()
+    for user in (outsider, clinician):
+        assert client_for(user).get(f"/api/v1/reports/studies/{study.pk}/reliability/").status_code == 403
+    assert client_for(researcher).get(f"/api/v1/reports/studies/{study.pk}/reliability/").status_code == 404

@@ -1,0 +1,71 @@
+"""Report figures as JSON (the same cached payloads the pages show)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.roles import Role, has_any_role
+
+from . import selectors, services
+
+
+class CanReadReports(BasePermission):
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return has_any_role(request.user, {Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN})
+
+
+NA = OpenApiParameter("na", str, enum=["exclude", "category"], description="N/A policy")
+
+
+class StudyReliabilityView(APIView):
+    permission_classes = [CanReadReports]
+
+    @extend_schema(parameters=[NA], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        """Inter-rater reliability per item and pooled, with bootstrap intervals."""
+        study = selectors.study_get_for_reports(request.user, pk=pk)
+        na = "category" if request.query_params.get("na") == "category" else "exclude"
+        return Response(services.study_reliability(study=study, na=na))
+
+
+class StudyJudgesView(APIView):
+    permission_classes = [CanReadReports]
+
+    @extend_schema(parameters=[NA, OpenApiParameter("run", int, required=True)], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        """Each judge and the ensemble against human consensus and each single rater."""
+        study = selectors.study_get_for_reports(request.user, pk=pk)
+        try:
+            run_id = int(request.query_params.get("run", ""))
+        except ValueError:
+            return Response({"detail": "give ?run=<judge run id>"}, status=400)
+        na = "exclude" if request.query_params.get("na") == "exclude" else "category"
+        return Response(services.study_judges_vs_humans(study=study, run_id=run_id, na=na))
+
+
+class StudyScorecardView(APIView):
+    permission_classes = [CanReadReports]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        """Scores per chatbot from the study's human consensus."""
+        study = selectors.study_get_for_reports(request.user, pk=pk)
+        return Response(services.study_scorecard(study=study))
+
+
+class RunScorecardView(APIView):
+    permission_classes = [CanReadReports]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        """Scores per chatbot from a judge run's ensemble, with the item-level regression."""
+        run = selectors.run_get_for_reports(request.user, pk=pk)
+        payload = services.run_scorecard(run=run)
+        if payload.get("kind") == "checklist":
+            payload = {**payload, "regression": services.run_regression(run=run)}
+        return Response(payload)
