@@ -119,30 +119,10 @@ def study_section_with_design(study: Study) -> list[dict]:
 def study_consensus_rows(study: Study) -> list[dict]:
     """Return human consensus labels with the design columns scorecards need (unresolved = None)."""
     domains = dict(study.instrument.items.values_list("key", "domain"))
-    rows = []
     qs = ConsensusLabel.objects.filter(study=study).exclude(item_key__startswith="section:").select_related(
         "conversation__persona", "conversation__target"
     )
-    for c in qs:
-        conversation = c.conversation
-        design = (conversation.persona.design if conversation.persona else {}) or {}
-        target = conversation.target
-        rows.append(
-            {
-                "conversation": conversation.code,
-                "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
-                "persona": conversation.persona.name if conversation.persona else "(none)",
-                "diagnosis": str(design.get("concern") or design.get("diagnosis") or "—"),
-                "severity": str(design.get("severity") or "—"),
-                "sex": str(design.get("sex") or "—"),
-                "risk": str(design.get("risk") or "—"),
-                "item": c.item_key,
-                "dimension": c.item_key,
-                "domain": domains.get(c.item_key, c.item_key),
-                "label": c.label or None,
-            }
-        )
-    return rows
+    return [design_row(c.conversation, c.item_key, c.label, domains) for c in qs]
 
 
 def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
@@ -219,30 +199,30 @@ def run_ensemble_rows(run) -> list[dict]:  # type: ignore[no-untyped-def]
     from judging.models import EnsembleLabel
 
     domains = dict(run.instrument.items.values_list("key", "domain")) if run.instrument_id else {}
-    rows = []
     qs = (
         EnsembleLabel.objects.filter(run=run)
         .exclude(conversation__integrity_ok=False)
         .select_related("conversation__persona", "conversation__target")
     )
-    for e in qs:
-        conversation = e.conversation
-        design = (conversation.persona.design if conversation.persona else {}) or {}
-        target = conversation.target
-        rows.append(
-            {
-                "conversation": conversation.code,
-                "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
-                "persona": conversation.persona.name if conversation.persona else "(none)",
-                "diagnosis": str(design.get("concern") or design.get("diagnosis") or "—"),
-                "severity": str(design.get("severity") or "—"),
-                "sex": str(design.get("sex") or "—"),
-                "risk": str(design.get("risk") or "—"),
-                "run": conversation.run_index if conversation.run_index is not None else (conversation.metadata or {}).get("repetition", 0),
-                "item": e.item_key,
-                "dimension": e.item_key,
-                "domain": domains.get(e.item_key, e.item_key),
-                "label": e.label or None,
-            }
-        )
-    return rows
+    return [design_row(e.conversation, e.item_key, e.label, domains) for e in qs]
+
+
+def design_row(conversation, item_key: str, label: str, domains: dict[str, str]) -> dict:  # type: ignore[no-untyped-def]
+    """Return one label with its conversation's chatbot, persona design, run index and domain."""
+    design = (conversation.persona.design if conversation.persona else {}) or {}
+    target = conversation.target
+    run = conversation.run_index if conversation.run_index is not None else (conversation.metadata or {}).get("repetition", 0)
+    return {
+        "conversation": conversation.code,
+        "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
+        "persona": conversation.persona.name if conversation.persona else "(none)",
+        "diagnosis": str(design.get("concern") or design.get("diagnosis") or "—"),
+        "severity": str(design.get("severity") or "—"),
+        "sex": str(design.get("sex") or "—"),
+        "risk": str(design.get("risk") or "—"),
+        "run": run,
+        "item": item_key,
+        "dimension": item_key,
+        "domain": domains.get(item_key, item_key),
+        "label": label or None,
+    }
