@@ -106,6 +106,17 @@ def rater_candidates() -> QuerySet:
     return get_user_model().objects.filter(groups__name=Role.CLINICIAN, is_active=True).order_by("username").distinct()
 
 
+def member_candidates(study: Study) -> QuerySet:
+    """Return researchers and coordinators who are not yet members of the study in that role."""
+    return (
+        get_user_model()
+        .objects.filter(groups__name__in=[Role.RESEARCHER, Role.COORDINATOR], is_active=True)
+        .exclude(study_memberships__study=study, study_memberships__role__in=["researcher", "coordinator"])
+        .order_by("username")
+        .distinct()
+    )
+
+
 def rater_candidate_get(*, user_id: int) -> Any:
     """Return one rater candidate, or raise Http404."""
     user = rater_candidates().filter(pk=user_id).first()

@@ -11,6 +11,7 @@ urlpatterns = [
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),
     path("studies/<int:pk>/assign/", views.study_assign_view, name="study-assign"),
     path("studies/<int:pk>/raters/add/", views.study_rater_add, name="study-rater-add"),
+    path("studies/<int:pk>/members/add/", views.study_member_add, name="study-member-add"),
     path("studies/<int:pk>/raters/<int:user_id>/remove/", views.study_rater_remove, name="study-rater-remove"),
     path(
         "studies/<int:pk>/assignments/<int:assignment_id>/reassign/",

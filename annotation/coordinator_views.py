@@ -38,6 +38,7 @@ from .services import (
     AnnotationError,
     assignment_reassign,
     consensus_adjudicate,
+    study_add_member,
     study_add_rater,
     study_assign,
     study_compute_consensus,
@@ -125,6 +126,8 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "assign_form": AssignForm(),
         "remove_form": ReasonForm(),
         "add_form": AddRaterForm(candidates=[u for u in reads.rater_candidates() if u.pk not in active]),
+        "member_candidates": reads.member_candidates(study) if manages else [],
+        "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
     }
     return render(request, "annotation/coordinator/study_detail.html", context)
 
@@ -163,6 +166,29 @@ def study_rater_add(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Added {user.get_username()}; {len(moved)} unstarted assignment(s) moved to them.")
     return _detail(pk, "raters")
+
+
+@require_POST
+def study_member_add(request: HttpRequest, pk: int) -> HttpResponse:
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    user = reads.member_candidates(study).filter(pk=_int_or_zero(request.POST.get("user"))).first()
+    if user is None:
+        messages.error(request, "Pick a researcher or coordinator who is not yet a member.")
+        return _detail(pk, "raters")
+    try:
+        study_add_member(study=study, user=user, role=request.POST.get("role", ""), actor=request.user)
+    except AnnotationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{user.get_username()} can now open this study as {request.POST.get('role')}.")
+    return _detail(pk, "raters")
+
+
+def _int_or_zero(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 @require_POST

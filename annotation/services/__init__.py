@@ -15,6 +15,7 @@ from .ratings import (
 from .studies import (
     assignment_reassign,
     assignment_touch,
+    study_add_member,
     study_add_rater,
     study_assign,
     study_create,
@@ -38,6 +39,7 @@ __all__ = [
     "rating_revise",
     "rating_save_answer",
     "rating_submit",
+    "study_add_member",
     "study_add_rater",
     "study_assign",
     "study_compute_consensus",

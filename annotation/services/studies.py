@@ -331,3 +331,20 @@ def assignment_touch(*, assignment: Assignment, elapsed_seconds: float = 0) -> N
         fields.append("time_spent_seconds")
     assignment.last_activity_at = now
     assignment.save(update_fields=fields)
+
+
+@transaction.atomic
+def study_add_member(*, study: Study, user: Any, role: str, actor: AbstractBaseUser | None) -> StudyMembership:
+    """Give a researcher (read results) or a coordinator (run the study) access to a study."""
+    from ..roles import Role, user_roles
+
+    needed = {MemberRole.RESEARCHER: Role.RESEARCHER, MemberRole.COORDINATOR: Role.COORDINATOR}.get(role)
+    if needed is None:
+        raise AnnotationError("a study member is a researcher or a coordinator (raters are added as raters)")
+    if needed not in user_roles(user) and Role.ADMIN not in user_roles(user):
+        raise AnnotationError(f"{user.get_username()} is not in the {needed} group")
+    membership, created = StudyMembership.objects.get_or_create(study=study, user=user, role=role)
+    if not created:
+        raise AnnotationError(f"{user.get_username()} is already a {role} of this study", status=409)
+    study_event(study=study, actor=actor, action="member_added", user=user.pk, role=role)
+    return membership

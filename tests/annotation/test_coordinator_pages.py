@@ -459,3 +459,26 @@ def test_progress_csv_queries_do_not_grow_with_the_study(coordinator, django_ass
         for table in ("raters", "conversations"):
             with django_assert_max_num_queries(10):
                 client.get(reverse("annotation:study-progress-csv", args=[study.pk, table]))
+
+
+def test_a_coordinator_gives_a_researcher_read_access_to_the_results(db, coordinator, researcher, outsider, clinician):
+    from annotation.models import MemberRole
+    from annotation.services import builtin_instruments_load, study_create
+    from tests.conftest import client_for
+    from tests.factories import ConversationFactory
+
+    amhart, section = builtin_instruments_load()
+    study = study_create(name="Shared", instrument=amhart, section=section, conversation_ids=[ConversationFactory().pk],
+                         created_by=coordinator, coordinators=[coordinator])
+    assert client_for(researcher).get(f"/reports/studies/{study.pk}/reliability/").status_code == 404
+    client = client_for(coordinator)
+    page = client.get(f"/studies/{study.pk}/").content.decode()
+    assert "Give access" in page and researcher.username in page and outsider.username not in page
+    client.post(f"/studies/{study.pk}/members/add/", {"user": outsider.pk, "role": "researcher"})
+    client.post(f"/studies/{study.pk}/members/add/", {"user": clinician.pk, "role": "researcher"})
+    assert not study.memberships.filter(user__in=[outsider, clinician]).exists()
+    client.post(f"/studies/{study.pk}/members/add/", {"user": researcher.pk, "role": "researcher"})
+    assert study.memberships.filter(user=researcher, role=MemberRole.RESEARCHER).exists()
+    assert study.events.filter(action="member_added").exists()
+    assert client_for(researcher).get(f"/reports/studies/{study.pk}/reliability/").status_code == 200
+    assert client_for(outsider).post(f"/studies/{study.pk}/members/add/", {"user": outsider.pk, "role": "researcher"}).status_code == 404
