@@ -11,6 +11,7 @@ urlpatterns = [
     path("personas/", views.persona_set_list, name="persona-set-list"),
     path("personas/<int:pk>/", views.persona_set_detail, name="persona-set-detail"),
     path("chatbots/", views.target_list, name="target-list"),
+    path("chatbots/new/", views.target_create, name="target-create"),
     path("import/", views.import_index, name="import-index"),
     path("import/conversations/", views.conversation_import, name="import-conversations"),
     path("import/personas/", views.persona_import, name="import-personas"),

@@ -82,6 +82,27 @@ def target_list(request: HttpRequest) -> HttpResponse:
 
 
 @import_required
+def target_create(request: HttpRequest) -> HttpResponse:
+    from django.contrib import messages
+    from django.shortcuts import redirect
+
+    from .forms import TargetForm
+    from .targets import target_create as create
+
+    form = TargetForm(request.POST or None)
+    error = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            target = create(**{k: v for k, v in form.cleaned_data.items() if v is not None})
+        except services.SimulationError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Chatbot {target.code} added.")
+            return redirect("simulation:target-list")
+    return render(request, "simulation/target_form.html", {"form": form, "error": error}, status=400 if error else 200)
+
+
+@import_required
 def import_index(request: HttpRequest) -> HttpResponse:
     return render(request, "simulation/import_index.html")
 
