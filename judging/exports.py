@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from django.db.models import QuerySet
+
+from simulation.csvstream import stream_csv
 
 from .models import EnsembleLabel, JudgeLabel, JudgeResult, JudgeRun, LabelKind
 
@@ -52,25 +52,6 @@ DIMENSION_COLUMNS = [
     "error",
 ]
 ENSEMBLE_COLUMNS = ["run", "conversation", "item", "label", "provenance", "votes", "rule"]
-
-
-def _csv(header: list[str], rows: Iterable[list[object]]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def flush() -> str:
-        value = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate(0)
-        return value
-
-    writer.writerow(header)
-    yield flush()
-    for n, row in enumerate(rows, start=1):
-        writer.writerow(row)
-        if n % 200 == 0:
-            yield flush()
-    yield flush()
 
 
 def _snapshot(run: JudgeRun, judge_id: int) -> dict:
@@ -152,9 +133,9 @@ def ensemble_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
 def export_csv(runs: QuerySet[JudgeRun], fmt: str) -> Iterator[str]:
     """Yield the CSV text of one export format for the given runs, header first."""
     if fmt == "long":
-        return _csv(LONG_COLUMNS, long_rows(runs))
+        return stream_csv(LONG_COLUMNS, long_rows(runs))
     if fmt == "dimensions":
-        return _csv(DIMENSION_COLUMNS, dimension_rows(runs))
+        return stream_csv(DIMENSION_COLUMNS, dimension_rows(runs))
     if fmt == "ensemble":
-        return _csv(ENSEMBLE_COLUMNS, ensemble_rows(runs))
+        return stream_csv(ENSEMBLE_COLUMNS, ensemble_rows(runs))
     raise ValueError(f"unknown export format '{fmt}'; use {', '.join(FORMATS)}")

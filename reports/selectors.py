@@ -12,26 +12,17 @@ from annotation.models import (
     AssignmentStatus,
     ConsensusLabel,
     InstrumentKind,
-    MemberRole,
     Rating,
     RatingStatus,
     Scale,
     Study,
 )
-from annotation.roles import Role, user_roles
+from annotation.selectors import study_list_for_user
 
 
 def study_list_for_reports(user: AbstractBaseUser | AnonymousUser):  # type: ignore[no-untyped-def]
-    """Return the studies whose results the user may read (never a rater's view)."""
-    roles = user_roles(user)
-    qs = Study.objects.select_related("instrument").order_by("-created_at")
-    if Role.ADMIN in roles:
-        return qs
-    if roles & {Role.RESEARCHER, Role.COORDINATOR}:
-        return qs.filter(
-            memberships__user=user, memberships__role__in=[MemberRole.COORDINATOR, MemberRole.RESEARCHER]
-        ).distinct()
-    return qs.none()
+    """Return the studies whose results the user may read: those they manage (never as a rater)."""
+    return study_list_for_user(user).order_by("-created_at")
 
 
 def study_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> Study:

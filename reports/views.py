@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
 from annotation.permissions import roles_required
 from annotation.roles import Role
+from simulation.csvstream import stream_csv
 
 from . import selectors, services
 
@@ -65,23 +64,20 @@ def reliability(request: HttpRequest, pk: int) -> HttpResponse:
 def reliability_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     data = services.study_reliability(study=study, na=_na(request))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
     ci_names = ["percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"]
-    writer.writerow(["item", *[c for c, _ in STAT_COLUMNS], *[f"{c}_ci_low" for c in ci_names], *[f"{c}_ci_high" for c in ci_names], "base_rates", "flags", "notes"])
+    header = ["item", *[c for c, _ in STAT_COLUMNS], *[f"{c}_ci_low" for c in ci_names], *[f"{c}_ci_high" for c in ci_names], "base_rates", "flags", "notes"]
     main = data.get("main") or {}
-    rows = [("pooled", main.get("pooled"))] + list((main.get("items") or {}).items())
-    for name, item in rows:
+    named = [("pooled", main.get("pooled"))] + list((main.get("items") or {}).items())
+    rows = []
+    for name, item in named:
         if not item:
             continue
         cis = [item.get(f"{c}_ci") or [None, None] for c in ci_names]
-        writer.writerow(
+        rows.append(
             [name, *[item.get(c) for c, _ in STAT_COLUMNS], *[ci[0] for ci in cis], *[ci[1] for ci in cis],
              json.dumps(item.get("base_rates", {})), "; ".join(item.get("flags", [])), "; ".join(item.get("notes", []))]
         )
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-reliability-{_na(request)}.csv"'
-    return response
+    return _csv_response(f"study-{study.pk}-reliability-{_na(request)}.csv", header, rows)
 
 
 @roles_required(*REPORT_ROLES)
@@ -99,20 +95,13 @@ def realism(request: HttpRequest, pk: int) -> HttpResponse:
 def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     data = services.study_realism(study=study)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
     columns = sorted({k for row in data["realism"] for k in row} - {"user_model"})
-    writer.writerow(["user_model", *columns])
-    for row in data["realism"]:
-        writer.writerow([row["user_model"], *[row.get(c) for c in columns]])
+    rows: list[list] = [[row["user_model"], *[row.get(c) for c in columns]] for row in data["realism"]]
     for name, block in data["design_vs_perceived"].items():
-        writer.writerow([])
-        writer.writerow([f"{name}: designed (rows) vs perceived (columns)", *block["labels"]])
-        for label, counts in zip(block["labels"], block["counts"], strict=True):
-            writer.writerow([label, *counts])
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-realism.csv"'
-    return response
+        rows.append([])
+        rows.append([f"{name}: designed (rows) vs perceived (columns)", *block["labels"]])
+        rows += [[label, *counts] for label, counts in zip(block["labels"], block["counts"], strict=True)]
+    return _csv_response(f"study-{study.pk}-realism.csv", ["user_model", *columns], rows)
 
 
 @roles_required(*REPORT_ROLES)
@@ -133,8 +122,8 @@ def scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
 def judges(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     runs = list(selectors.judge_runs_for_study(study)[:50])
-    run_id = _int(request.GET.get("run")) or (runs[0].pk if runs else None)
-    na = "exclude" if request.GET.get("na") == "exclude" else "category"
+    run_id, na = _run_and_na(request)
+    run_id = run_id or (runs[0].pk if runs else None)
     data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na) if run_id else None
     matrices = {}
     if data and data.get("vs_consensus"):
@@ -151,36 +140,28 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
 @roles_required(*REPORT_ROLES)
 def judges_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    run_id = _int(request.GET.get("run"))
+    run_id, na = _run_and_na(request)
     if not run_id:
-        from django.http import Http404
-
         raise Http404("choose a run")
-    na = "exclude" if request.GET.get("na") == "exclude" else "category"
     data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["comparison", "item", "rater", "reference", "n", "percent_agreement", "cohen_kappa"])
+    header = ["comparison", "item", "rater", "reference", "n", "percent_agreement", "cohen_kappa"]
     consensus = data.get("vs_consensus") or {}
-    for c in consensus.get("pooled", []):
-        writer.writerow(["vs_consensus", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
-    for item, comps in consensus.get("items", {}).items():
-        for c in comps:
-            writer.writerow(["vs_consensus", item, c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
-    for c in data.get("vs_raters", []):
-        writer.writerow(["judge_vs_rater", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
-    for c in data.get("human_pairs", []):
-        writer.writerow(["rater_vs_rater", "pooled", c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]])
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-run-{run_id}-judges.csv"'
-    return response
+    groups = [("vs_consensus", "pooled", consensus.get("pooled", []))]
+    groups += [("vs_consensus", item, comps) for item, comps in consensus.get("items", {}).items()]
+    groups += [("judge_vs_rater", "pooled", data.get("vs_raters", [])), ("rater_vs_rater", "pooled", data.get("human_pairs", []))]
+    rows = [
+        [kind, item, c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]]
+        for kind, item, comps in groups
+        for c in comps
+    ]
+    return _csv_response(f"study-{study.pk}-run-{run_id}-judges.csv", header, rows)
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
+def _run_and_na(request: HttpRequest) -> tuple[int | None, str]:
+    """Return the judge run asked for (None if absent or not a number) and the N/A policy."""
+    value = request.GET.get("run")
+    run_id = int(value) if value and value.isdigit() else None
+    return run_id, "exclude" if request.GET.get("na") == "exclude" else "category"
 
 
 @roles_required(*REPORT_ROLES)
@@ -216,16 +197,15 @@ def run_scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse
 
 
 def _rows_csv(rows: object, filename: str) -> HttpResponse:
-    from django.http import Http404
-
+    """Return a list of dicts as a CSV download (404 when the table does not exist)."""
     if not isinstance(rows, list):
         raise Http404("no such table")
-    buffer = io.StringIO()
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    writer = csv.DictWriter(buffer, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows(rows)
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    return _csv_response(filename, columns, [[row.get(c) for c in columns] for row in rows])
+
+
+def _csv_response(filename: str, header: list, rows: list[list]) -> HttpResponse:
+    response = HttpResponse("".join(stream_csv(header, rows)), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterator
 
@@ -13,6 +11,7 @@ from django.http import Http404
 
 from annotation.roles import can_view_corpus
 
+from .csvstream import stream_csv
 from .models import Conversation, Message, Persona, PersonaSet, Target
 
 
@@ -130,36 +129,26 @@ CSV_COLUMNS = [
 
 def conversations_export_csv(qs: QuerySet[Conversation]) -> Iterator[str]:
     """Yield CSV text, one row per message (long format), header first."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    return stream_csv(CSV_COLUMNS, _message_rows(qs))
 
-    def flush() -> str:
-        value = buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate(0)
-        return value
 
-    writer.writerow(CSV_COLUMNS)
-    yield flush()
+def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
     for c in _export_rows(qs):
         for m in c.messages.all():
-            writer.writerow(
-                [
-                    c.code,
-                    c.external_id,
-                    c.persona.persona_set.key if c.persona else "",
-                    c.persona.key if c.persona else "",
-                    c.target.code if c.target else "",
-                    c.target.model if c.target else "",
-                    c.source,
-                    "" if c.run_index is None else c.run_index,
-                    "" if c.integrity_ok is None else c.integrity_ok,
-                    m.turn_index,
-                    m.role,
-                    m.content,
-                ]
-            )
-        yield flush()
+            yield [
+                c.code,
+                c.external_id,
+                c.persona.persona_set.key if c.persona else "",
+                c.persona.key if c.persona else "",
+                c.target.code if c.target else "",
+                c.target.model if c.target else "",
+                c.source,
+                "" if c.run_index is None else c.run_index,
+                "" if c.integrity_ok is None else c.integrity_ok,
+                m.turn_index,
+                m.role,
+                m.content,
+            ]
 
 
 def conversation_ids_for_selection(
