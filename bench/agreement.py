@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import krippendorff  # noqa: E402
 
-from reports.stats import agreement_report  # noqa: E402
+from stats import agreement_report  # noqa: E402
 
 N_CONVERSATIONS, N_ITEMS, N_HUMAN_UNITS, RESAMPLES, SEED = 1600, 14, 200, 1000, 7
 LABELS = ["yes", "no", "N/A"]

@@ -1,6 +1,6 @@
 """The judge ensemble: a majority vote per item, and the one-judge-per-provider check.
 
-The vote is ``reports.stats.majority_vote`` over the run's judges in a fixed order. Instance 0
+The vote is ``stats.majority_vote`` over the run's judges in a fixed order. Instance 0
 of each judge votes (further instances measure self-consistency, they are not extra voters).
 A judge that failed, or whose label is missing, still counts as a voter without a vote, so a
 failure can cost the majority but never creates one. N/A is a label of its own. No label with a
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 
-from reports.stats import majority_vote
+from stats import majority_vote
 
 from .models import EnsembleLabel, JudgeLabel, JudgeMode, JudgeRun, LabelKind, LabelStatus
 

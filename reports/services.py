@@ -1,4 +1,4 @@
-"""Report computations, cached per data version. The only place that calls reports.stats."""
+"""Report computations, cached per data version. The only place that calls the statistics package."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from annotation.models import InstrumentKind, Scale, Study
 
 from . import selectors
 from .models import ReportCache
-from .stats import agreement_report, reference_agreement
+from stats import agreement_report, reference_agreement
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20260101  # fixed: the same data always gives the same intervals
@@ -149,7 +149,7 @@ def study_realism(*, study: Study) -> dict[str, Any]:
 
 
 def _compute_realism(study: Study) -> dict[str, Any]:
-    from .stats import confusion_matrix
+    from stats import confusion_matrix
 
     rows = selectors.study_section_with_design(study)
     by_model: dict[str, dict[str, list[float]]] = {}
@@ -195,7 +195,7 @@ def _compute_realism(study: Study) -> dict[str, Any]:
 
 def study_scorecard(*, study: Study, source: str = "consensus") -> dict[str, Any]:
     """Return the study's scorecard from the human consensus labels (cached)."""
-    from .stats.scorecard import amhart_scorecard, vera_mh_scorecard
+    from stats.scorecard import amhart_scorecard, vera_mh_scorecard
 
     def compute() -> dict[str, Any]:
         rows = selectors.study_consensus_rows(study)
@@ -222,7 +222,7 @@ def study_judges_vs_humans(*, study: Study, run_id: int, na: str = "category") -
 
 
 def _compute_judges(study: Study, run_id: int, na: str) -> dict[str, Any]:
-    from .stats import rater_pair_agreement
+    from stats import rater_pair_agreement
 
     judges, ensemble, warnings = selectors.judge_rows_for_study(study, run_id)
     humans = selectors.study_ratings_long(study, part="main")
@@ -341,7 +341,7 @@ def study_export_zip(*, study: Study) -> bytes:
 
 def run_scorecard(*, run: Any) -> dict[str, Any]:
     """Return the scorecard of a judge run from its ensemble labels (cached per run state)."""
-    from .stats.scorecard import amhart_scorecard, vera_mh_scorecard
+    from stats.scorecard import amhart_scorecard, vera_mh_scorecard
 
     def compute() -> dict[str, Any]:
         rows = selectors.run_ensemble_rows(run)
@@ -354,7 +354,7 @@ def run_scorecard(*, run: Any) -> dict[str, Any]:
 
 def run_regression(*, run: Any, references: dict[str, str] | None = None) -> dict[str, Any]:
     """Fit the AMHART item-level mixed-effects regression on a run's ensemble labels."""
-    from .stats.regression import item_regression
+    from stats.regression import item_regression
 
     def compute() -> dict[str, Any]:
         rows = [r for r in selectors.run_ensemble_rows(run) if r["label"] is not None]

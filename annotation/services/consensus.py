@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from reports.stats import consensus as modal_consensus
+from stats import consensus as modal_consensus
 
 from ..models import (
     AssignmentStatus,

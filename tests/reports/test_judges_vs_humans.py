@@ -10,7 +10,7 @@ import pytest
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
 from annotation.services import builtin_instruments_load, study_compute_consensus, study_create
 from judging import services as judging
-from reports.stats import reference_agreement
+from stats import reference_agreement
 from tests.conftest import client_for
 from tests.factories import ConversationFactory
 from tests.judging.conftest import checklist_reply

@@ -17,7 +17,7 @@ from annotation.models import (
 )
 from annotation.services import builtin_instruments_load, study_create
 from reports.models import ReportCache
-from reports.stats import agreement_report
+from stats import agreement_report
 from tests.conftest import client_for, make_user
 from tests.factories import ConversationFactory
 

@@ -8,7 +8,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from reports.stats import (
+from stats import (
     RatingTable,
     agreement_report,
     fleiss_kappa,
@@ -17,14 +17,14 @@ from reports.stats import (
     pairwise_cohen,
     percent_agreement,
 )
-from reports.stats.agreement import (
+from stats.agreement import (
     cohen_mean_batched,
     fleiss_batched,
     gwet_batched,
     percent_agreement_batched,
 )
-from reports.stats.alpha import alpha_batched
-from reports.stats.bootstrap import (
+from stats.alpha import alpha_batched
+from stats.bootstrap import (
     bootstrap,
     make_rng,
     percentile_interval,

@@ -29,11 +29,11 @@ c2,h2,q2,4
 """
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, module: str = "stats") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return subprocess.run(
-        [sys.executable, "-m", "reports.stats", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -56,6 +56,10 @@ def test_prints_a_table_with_pooled_and_each_item(good_csv: Path) -> None:
     assert any(line.startswith("pooled") for line in lines)
     assert any(line.startswith("q1") for line in lines)
     assert "N/A: category" in result.stdout
+
+
+def test_the_reports_stats_command_of_older_notes_gives_the_same_output(good_csv: Path) -> None:
+    assert run("agreement", str(good_csv), module="reports.stats").stdout == run("agreement", str(good_csv)).stdout
 
 
 def test_json_has_pooled_and_items_with_the_documented_keys(good_csv: Path) -> None:

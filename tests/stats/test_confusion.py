@@ -6,7 +6,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
-from reports.stats import (
+from stats import (
     compare_each_pair,
     compare_to_reference,
     confusion_matrix,

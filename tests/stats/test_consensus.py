@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.stats import consensus, consensus_labels, ensemble_labels, majority_vote
+from stats import consensus, consensus_labels, ensemble_labels, majority_vote
 
 
 def test_unanimous_ratings_give_a_unanimous_consensus() -> None:

@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from reports.stats import (
+from stats import (
     RatingTable,
     cohen_kappa,
     fleiss_kappa,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from reports.stats import (
+from stats import (
     RatingTable,
     agreement_report,
     fleiss_kappa,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.stats import RatingTable, agreement_report
+from stats import RatingTable, agreement_report
 
 from .helpers import random_ratings, to_labels
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports.stats import agreement_report
+from stats import agreement_report
 
 IRRCAC = {"gwet_ac1": 0.47632, "fleiss_kappa": 0.47234, "krippendorff_alpha": 0.48344}
 

@@ -7,7 +7,7 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from reports.stats import (
+from stats import (
     RatingTable,
     cohen_kappa,
     fleiss_kappa,
@@ -16,7 +16,7 @@ from reports.stats import (
     pairwise_cohen,
     percent_agreement,
 )
-from reports.stats.data import coincidence_matrix
+from stats.data import coincidence_matrix
 
 from .helpers import KRIPPENDORFF_2011, units_by_raters
 

@@ -1,4 +1,4 @@
-"""reports.stats stays free of Django so it runs from files, without a database."""
+"""stats stays free of Django so it runs from files, without a database."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = """
 import importlib, pkgutil, sys
-import reports.stats as stats
+import stats as stats
 names = [m.name for m in pkgutil.iter_modules(stats.__path__)]
 for name in names:
-    importlib.import_module(f"reports.stats.{name}")
+    importlib.import_module(f"stats.{name}")
 assert "cli" in names and "report" in names, names
 loaded = sorted(m for m in sys.modules if m == "django" or m.startswith("django."))
 assert not loaded, loaded

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.stats.regression import ESTIMATOR, item_regression
+from stats.regression import ESTIMATOR, item_regression
 
 TRUE = {"chatbot: B (vs A)": -1.0, "chatbot: C (vs A)": 0.5, "diagnosis: depression (vs anxiety)": -1.4,
         "severity: severe (vs moderate)": -0.7, "sex: male (vs female)": 0.0}

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from reports.stats import (
+from stats import (
     Rating,
     RatingTable,
     StatsInputError,

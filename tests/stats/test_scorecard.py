@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.stats.scorecard import amhart_scorecard, vera_mh_scorecard
+from stats.scorecard import amhart_scorecard, vera_mh_scorecard
 
 
 def row(conversation, chatbot, item, domain, label, persona="p1", diagnosis="anxiety", severity="moderate"):  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.stats import amhart_score, vera_mh_score
+from stats import amhart_score, vera_mh_score
 
 BP, SUB, HPH, NR = (
     "Best Practice",

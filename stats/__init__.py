@@ -1,7 +1,7 @@
 """Pure statistics for evalsite reports: inter-rater agreement, consensus, scores.
 
 No Django here (a test enforces it): functions take plain sequences, arrays or long-form
-ratings and return frozen dataclasses. Runnable as ``python -m reports.stats agreement FILE``.
+ratings and return frozen dataclasses. Runnable as ``python -m stats agreement FILE``.
 """
 
 from .agreement import (

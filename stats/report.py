@@ -226,7 +226,7 @@ def item_agreement(
 
     Degenerate tables (no rating, one rater, no unit rated twice, one category) give None
     coefficients and explanatory ``notes``, never NaN. The bootstrap resamples the table's
-    units (see :func:`reports.stats.bootstrap.bootstrap_intervals`).
+    units (see :func:`stats.bootstrap.bootstrap_intervals`).
     """
     counts = table.counts
     n_ratings = table.n_ratings
@@ -322,7 +322,7 @@ def agreement_report(
     """Compute inter-rater agreement per item and pooled over items from long-form ratings.
 
     ``ratings``: (unit, rater, item, label) rows (see
-    :func:`reports.stats.data.normalise_ratings`); a missing label is a missing rating.
+    :func:`stats.data.normalise_ratings`); a missing label is a missing rating.
     ``na``: "category" keeps N/A as a category, "exclude" drops N/A ratings (AMHART's human
     reliability: yes/no over applicable ratings). ``level``: Krippendorff's alpha level
     (nominal alpha is always reported too); ordinal/interval need numeric labels or ``order``.

@@ -1,7 +1,7 @@
 """Percent agreement, Fleiss' kappa, Gwet's AC1 and Cohen's kappa (per pair and mean).
 
 The multi-rater coefficients take a units x categories count table (or a
-:class:`~reports.stats.data.RatingTable`), so they tolerate missing ratings and a varying
+:class:`~stats.data.RatingTable`), so they tolerate missing ratings and a varying
 number of raters per unit:
 
 * percent agreement = Fleiss' P0 = mean over units with >= 2 ratings of

@@ -1,4 +1,4 @@
-"""Command line: ``python -m reports.stats agreement FILE.csv [options]``, no database needed.
+"""Command line: ``python -m stats agreement FILE.csv [options]``, no database needed.
 
 FILE.csv has the header ``unit,rater,item,label`` (any column order, extra columns ignored);
 an empty label is a missing rating. Input errors print ``error: FILE, line N, column C: ...``
@@ -213,9 +213,9 @@ def format_table(report: AgreementReport, source: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of ``python -m reports.stats``."""
+    """Return the argument parser of ``python -m stats``."""
     parser = argparse.ArgumentParser(
-        prog="python -m reports.stats", description=__doc__.splitlines()[0]
+        prog="python -m stats", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     agree = sub.add_parser("agreement", help="inter-rater agreement of a long-form CSV file")
