@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .models import Instrument, Item, Study, StudyConversation, StudyMembership
+from annotation.models import Study, StudyConversation, StudyMembership
+from corpus.models import Instrument, Item
 
 
 class ItemInline(admin.TabularInline):

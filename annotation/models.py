@@ -1,108 +1,9 @@
-"""Instruments (checklists, question flows, rating sections) and studies.
-
-An instrument version is immutable once created: importing changed content under the same key
-creates the next version; the identical content returns the existing version.
-"""
+"""Studies: conversations, members, assignments, ratings with their history, events, consensus."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-
-
-class InstrumentKind(models.TextChoices):
-    CHECKLIST = "checklist", "Item checklist"
-    FLOW = "flow", "Question flow"
-    SECTION = "section", "Rating section"
-
-
-class Scale(models.TextChoices):
-    YES_NO_NA = "yes_no_na", "Yes / No / N/A"
-    YES_NO = "yes_no", "Yes / No"
-    ORDINAL_1_5 = "ordinal_1_5", "Ordinal 1-5"
-    CATEGORIES = "categories", "Named categories"
-    BOOLEAN = "boolean", "Yes/No flag"
-    TEXT = "text", "Free text"
-    FLOW_QUESTION = "flow_question", "Question-flow question"
-
-
-class Instrument(models.Model):
-    key = models.SlugField(max_length=80)
-    version = models.PositiveIntegerField(default=1)
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=20, choices=InstrumentKind.choices)
-    description = models.TextField(blank=True)
-    source = models.TextField(blank=True)
-    # For question flows: the full flow (annotation.flow.Flow.to_dict()) so a walk needs no joins.
-    flow = models.JSONField(null=True, blank=True)
-    content_hash = models.CharField(max_length=64)
-    is_builtin = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["key", "-version"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["key", "version"], name="instrument_key_version_unique"
-            ),
-            models.CheckConstraint(
-                condition=models.Q(kind__in=["checklist", "flow", "section"]),
-                name="instrument_kind_valid",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} (v{self.version})"
-
-
-class Item(models.Model):
-    instrument = models.ForeignKey(Instrument, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=80)
-    position = models.PositiveIntegerField()
-    number = models.CharField(max_length=20, blank=True)
-    domain = models.CharField(max_length=200, blank=True, help_text="Domain or dimension")
-    text = models.TextField()
-    scale = models.CharField(max_length=20, choices=Scale.choices)
-    categories = models.JSONField(default=list, blank=True)
-    scale_labels = models.JSONField(default=dict, blank=True)
-    na_allowed = models.BooleanField(default=False)
-    required = models.BooleanField(default=True)
-    applicability = models.TextField(blank=True)
-    # counts, counts_rationale, does_not_count, does_not_count_rationale, guidance, source
-    help = models.JSONField(default=dict, blank=True)
-    # Question flows only.
-    severity = models.CharField(max_length=10, blank=True)
-    risk_type = models.CharField(max_length=200, blank=True)
-    examples = models.TextField(blank=True)
-    options = models.JSONField(default=list, blank=True)  # [{"label": "Yes", "goto": "5"}]
-
-    class Meta:
-        ordering = ["instrument", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["instrument", "key"], name="item_key_unique"),
-            models.UniqueConstraint(fields=["instrument", "position"], name="item_position_unique"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.instrument.key} {self.key}"
-
-    def allowed_labels(self) -> list[str]:
-        """Return the labels a rating may take for this item (empty for free text)."""
-        if self.scale == Scale.YES_NO_NA:
-            return ["yes", "no", "N/A"] if self.na_allowed else ["yes", "no"]
-        if self.scale in (Scale.YES_NO, Scale.BOOLEAN):
-            return ["yes", "no"]
-        if self.scale == Scale.ORDINAL_1_5:
-            return ["1", "2", "3", "4", "5"]
-        if self.scale == Scale.CATEGORIES:
-            return [str(c) for c in self.categories]
-        if self.scale == Scale.FLOW_QUESTION:
-            # A question without declared options is the flow's implicit Yes/No question.
-            return [str(o["label"]) for o in self.options] or ["Yes", "No"]
-        return []
 
 
 class TiePolicy(models.TextChoices):
@@ -131,9 +32,9 @@ class Study(models.Model):
     blinding_lifted = models.BooleanField(
         default=False, help_text="Raters may see other answers once true"
     )
-    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="studies")
+    instrument = models.ForeignKey("corpus.Instrument", on_delete=models.PROTECT, related_name="studies")
     section = models.ForeignKey(
-        Instrument,
+        "corpus.Instrument",
         on_delete=models.PROTECT,
         related_name="section_studies",
         null=True,
@@ -141,7 +42,7 @@ class Study(models.Model):
         help_text="The study rating section (realism, risk, disclosure, broke-role, comment)",
     )
     conversations = models.ManyToManyField(
-        "simulation.Conversation", through="StudyConversation", related_name="studies"
+        "corpus.Conversation", through="StudyConversation", related_name="studies"
     )
     is_demo = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -160,7 +61,7 @@ class Study(models.Model):
 class StudyConversation(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="study_conversations")
     conversation = models.ForeignKey(
-        "simulation.Conversation", on_delete=models.PROTECT, related_name="study_links"
+        "corpus.Conversation", on_delete=models.PROTECT, related_name="study_links"
     )
     is_calibration = models.BooleanField(default=False)
     # Reference answers for calibration feedback: {item_key: {"label": ..., "explanation": ...}}
@@ -217,7 +118,7 @@ class Assignment(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
     conversation = models.ForeignKey(
-        "simulation.Conversation", on_delete=models.PROTECT, related_name="assignments"
+        "corpus.Conversation", on_delete=models.PROTECT, related_name="assignments"
     )
     rater = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
@@ -332,7 +233,7 @@ class ConsensusLabel(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consensus")
     conversation = models.ForeignKey(
-        "simulation.Conversation", on_delete=models.PROTECT, related_name="+"
+        "corpus.Conversation", on_delete=models.PROTECT, related_name="+"
     )
     item_key = models.CharField(max_length=80)
     label = models.CharField(max_length=200, blank=True)

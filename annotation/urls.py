@@ -1,14 +1,10 @@
-from django.urls import include, path
+"""Annotation pages: the raters' (dashboard, rating form) and the coordinators' (studies, consensus)."""
 
-from . import views
+from django.urls import include, path
 
 app_name = "annotation"
 
 urlpatterns = [
-    path("instruments/", views.instrument_list, name="instrument-list"),
-    path("instruments/<int:pk>/", views.instrument_detail, name="instrument-detail"),
-    path("import/instruments/", views.instrument_import, name="import-instruments"),
-    # Raters' pages (dashboard, rating form) and coordinators' pages (studies, progress, consensus).
-    path("", include("annotation.rater_urls")),
-    path("", include("annotation.coordinator_urls")),
+    path("", include("annotation.rating.urls")),
+    path("", include("annotation.studies.urls")),
 ]

@@ -48,10 +48,10 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
-from annotation.services import builtin_instruments_load, instrument_import  # noqa: E402
+from corpus.instruments.services import builtin_instruments_load, instrument_import  # noqa: E402
+from corpus.models import Conversation, Message, Persona, PersonaSet  # noqa: E402
 from judging import services  # noqa: E402
 from judging.models import Judge, JudgeRun  # noqa: E402
-from simulation.models import Conversation, Message, Persona, PersonaSet  # noqa: E402
 from tests.support.fake_llm import FakeLLM  # noqa: E402
 
 FLOW_ANSWERS = {

@@ -52,9 +52,10 @@ N_CONVERSATIONS, N_MESSAGES, N_RATERS, K, REQUESTS = 10_000, 6, 50, 2, 50
 def build() -> tuple[list, list[int]]:
     """Create the study; return the raters and one in-progress assignment id per rater."""
     from annotation.models import Assignment, AssignmentStatus
-    from annotation.roles import Role
-    from annotation.services import builtin_instruments_load, study_assign, study_create
-    from simulation.models import Conversation, Message
+    from annotation.studies.services import study_assign, study_create
+    from core.roles import Role
+    from corpus.instruments.services import builtin_instruments_load
+    from corpus.models import Conversation, Message
 
     User = get_user_model()
     group, _ = Group.objects.get_or_create(name=Role.CLINICIAN)

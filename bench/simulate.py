@@ -141,9 +141,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
+    from corpus.models import Message, Target
+    from corpus.personas.services import personas_import
     from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
-    from simulation.models import Message, SimulationRun, Target
-    from simulation.services import personas_import
+    from simulation.models import SimulationRun
 
     call_command("migrate", verbosity=0)
     personas_text = (ROOT / "tests/fixtures/vera/personas_small.tsv").read_text(encoding="utf-8")

@@ -4,29 +4,31 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from annotation import api as annotation_api
-from annotation import views as annotation_views
+from core import views as core_views
+from corpus.conversations import api as conversations_api
+from corpus.instruments import api as instruments_api
+from corpus.personas import api as personas_api
+from corpus.targets import api as targets_api
 from judging import api as judging_api
 from reports import api as reports_api
-from simulation import api as simulation_api
 
 router = DefaultRouter()
-router.register("conversations", simulation_api.ConversationViewSet, basename="conversation")
-router.register("persona-sets", simulation_api.PersonaSetViewSet, basename="persona-set")
-router.register("targets", simulation_api.TargetViewSet, basename="target")
-router.register("instruments", annotation_api.InstrumentViewSet, basename="instrument")
+router.register("conversations", conversations_api.ConversationViewSet, basename="conversation")
+router.register("persona-sets", personas_api.PersonaSetViewSet, basename="persona-set")
+router.register("targets", targets_api.TargetViewSet, basename="target")
+router.register("instruments", instruments_api.InstrumentViewSet, basename="instrument")
 router.register("judges", judging_api.JudgeViewSet, basename="judge")
 router.register("judge-prompts", judging_api.PromptTemplateViewSet, basename="judge-prompt")
 router.register("judge-runs", judging_api.JudgeRunViewSet, basename="judge-run")
 
 api_v1 = [
     path("", include(router.urls)),
-    path("imports/conversations/", simulation_api.ConversationImportView.as_view(), name="import-conversations"),
-    path("imports/personas/", simulation_api.PersonaImportView.as_view(), name="import-personas"),
-    path("imports/instruments/", annotation_api.InstrumentImportView.as_view(), name="import-instruments"),
-    path("", include("annotation.rater_api")),
-    path("", include("annotation.coordinator_api")),
-    path("", include("simulation.batch_api")),
+    path("imports/conversations/", conversations_api.ConversationImportView.as_view(), name="import-conversations"),
+    path("imports/personas/", personas_api.PersonaImportView.as_view(), name="import-personas"),
+    path("imports/instruments/", instruments_api.InstrumentImportView.as_view(), name="import-instruments"),
+    path("", include("annotation.rating.api")),
+    path("", include("annotation.studies.api")),
+    path("", include("simulation.api")),
     path("reports/studies/<int:pk>/reliability/", reports_api.StudyReliabilityView.as_view(), name="report-reliability"),
     path("reports/studies/<int:pk>/judges/", reports_api.StudyJudgesView.as_view(), name="report-judges"),
     path("reports/studies/<int:pk>/scorecard/", reports_api.StudyScorecardView.as_view(), name="report-scorecard"),
@@ -34,13 +36,14 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("", annotation_views.home, name="home"),
+    path("", core_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
+    path("", include("corpus.urls")),
     path("corpus/", include("simulation.urls")),
     path("reports/", include("reports.urls")),
     path("judging/", include("judging.urls")),

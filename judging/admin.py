@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import (
+from judging.models import (
     EnsembleLabel,
     Judge,
     JudgeLabel,

@@ -17,11 +17,11 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import selectors, services
-from .errors import JudgingError
-from .exports import FORMATS, export_csv
-from .models import Judge, JudgeRun, PromptTemplate
-from .serializers import (
+from judging import selectors, services
+from judging.errors import JudgingError
+from judging.exports import FORMATS, export_csv
+from judging.models import Judge, JudgeRun, PromptTemplate
+from judging.serializers import (
     JudgeRunCreateSerializer,
     JudgeRunProgressSerializer,
     JudgeRunSerializer,

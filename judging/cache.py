@@ -20,9 +20,8 @@ import hashlib
 import threading
 from dataclasses import asdict, fields
 
+from judging.models import LLMCacheEntry
 from simulation.llm import LLMResult
-
-from .models import LLMCacheEntry
 
 _RESULT_FIELDS = {f.name for f in fields(LLMResult)}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from judging.cache import DbCache, RunCache
 from simulation.llm import (
     DEFAULT_RETRY,
     LLMError,
@@ -19,8 +20,6 @@ from simulation.llm import (
     chat,
     limiter_for,
 )
-
-from .cache import DbCache, RunCache
 
 # Tests shorten the waits between retried calls by replacing this.
 RETRY_POLICY: RetryPolicy = DEFAULT_RETRY

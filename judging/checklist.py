@@ -15,10 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from judging.calls import Caller
+from judging.prompts import Turn, render, render_transcript
 from simulation.llm import LLMError
-
-from .calls import Caller
-from .prompts import Turn, render, render_transcript
 
 SCHEMA_NAME = "checklist_labels"
 NA = "N/A"

@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 
+from judging.models import EnsembleLabel, JudgeLabel, JudgeMode, JudgeRun, LabelKind, LabelStatus
 from stats import majority_vote
-
-from .models import EnsembleLabel, JudgeLabel, JudgeMode, JudgeRun, LabelKind, LabelStatus
 
 
 def provider_warnings(members: Sequence[Mapping[str, str]]) -> list[str]:

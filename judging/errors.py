@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from core.errors import ServiceError
 
-class JudgingError(Exception):
+
+class JudgingError(ServiceError):
     """A request the judging services refuse; ``status`` is the HTTP status to answer with."""
 
     def __init__(self, message: str, *, status: int = 400) -> None:

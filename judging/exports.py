@@ -16,9 +16,8 @@ from collections.abc import Iterator
 
 from django.db.models import QuerySet
 
-from simulation.csvstream import stream_csv
-
-from .models import EnsembleLabel, JudgeLabel, JudgeResult, JudgeRun, LabelKind
+from core.csvstream import stream_csv
+from judging.models import EnsembleLabel, JudgeLabel, JudgeResult, JudgeRun, LabelKind
 
 FORMATS = ("long", "dimensions", "ensemble")
 

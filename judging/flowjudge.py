@@ -1,7 +1,7 @@
 """Question-flow mode (VERA-MH): one stateless call per question, walking the rubric.
 
 Every call carries the whole transcript in the system prompt and one question; nothing of the
-earlier questions. ``annotation.flow.walk`` decides the next question from the answers so far
+earlier questions. ``corpus.instruments.flow.walk`` decides the next question from the answers so far
 and derives the dimension labels, so GOTO, END, ASSIGN_END and NOT_RELEVANT>>ID behave exactly
 as for a clinician in guided mode.
 
@@ -25,12 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.flow import Flow, FlowError, Option, Question, walk
+from corpus.instruments.flow import Flow, FlowError, Option, Question, walk
+from judging.calls import Caller
+from judging.checklist import strip_fence
+from judging.prompts import FLOW_OUTPUT_FORMAT, Turn, render, render_transcript
 from simulation.llm import LLMError
-
-from .calls import Caller
-from .checklist import strip_fence
-from .prompts import FLOW_OUTPUT_FORMAT, Turn, render, render_transcript
 
 SCHEMA_NAME = "flow_answer"
 

@@ -8,11 +8,10 @@ from typing import Any
 
 from django import forms
 
-from annotation.models import Instrument, InstrumentKind, Study
-from simulation.models import PersonaSet
-
-from .models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
-from .prompts import DEFAULTS
+from corpus.conversations.collections import collection_get
+from corpus.models import Instrument, InstrumentKind, PersonaSet
+from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
+from judging.prompts import DEFAULTS
 
 
 def _split(text: str) -> list[str]:
@@ -88,7 +87,7 @@ class JudgeRunForm(forms.Form):
     )
     batch_ids = forms.CharField(required=False, label="Simulation batch ids", help_text="Comma-separated")
     persona_sets = forms.ModelMultipleChoiceField(queryset=PersonaSet.objects.order_by("key", "-version"), required=False)
-    study = forms.ModelChoiceField(queryset=Study.objects.order_by("-created_at"), required=False)
+    study = forms.ModelChoiceField(queryset=None, required=False)  # type: ignore[arg-type]  # set in __init__
     codes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Conversation codes")
     include_flagged = forms.BooleanField(required=False, help_text="Also judge conversations that failed the integrity checks")
     instances = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Instances per judge, to measure self-consistency")
@@ -98,6 +97,14 @@ class JudgeRunForm(forms.Form):
         "instances 2..n of an identical request are answered from the cache (temperature 0).",
     )
     use_cache = forms.BooleanField(required=False, initial=True, help_text="Answer identical earlier calls from the cache, free")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        studies = collection_get("study")
+        if studies is None:
+            del self.fields["study"]
+        else:
+            self.fields["study"].queryset = studies.choices()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

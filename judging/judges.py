@@ -9,12 +9,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
-from annotation.models import Instrument, InstrumentKind
+from corpus.models import Instrument, InstrumentKind
+from judging import prompts
+from judging.errors import JudgingError
+from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
 from simulation.llm.client import RESERVED_PARAMS
-
-from . import prompts
-from .errors import JudgingError
-from .models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 # Parameters with their own judge field (so the value is checked and shown once).

@@ -6,14 +6,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from annotation.flow import NOT_RELEVANT, Flow
-from annotation.models import Instrument, InstrumentKind, Item
-from simulation.models import Conversation, Message
-
-from .checklist import ChecklistOutcome, ItemSpec
-from .flowjudge import FlowOutcome
-from .models import JudgeLabel, JudgeResult, LabelKind, LabelStatus, PromptTemplate
-from .prompts import Turn, render_vignette
+from corpus.instruments.flow import NOT_RELEVANT, Flow
+from corpus.models import Conversation, Instrument, InstrumentKind, Item, Message
+from judging.checklist import ChecklistOutcome, ItemSpec
+from judging.flowjudge import FlowOutcome
+from judging.models import JudgeLabel, JudgeResult, LabelKind, LabelStatus, PromptTemplate
+from judging.prompts import Turn, render_vignette
 
 
 @dataclass(frozen=True)

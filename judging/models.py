@@ -70,7 +70,7 @@ class Judge(models.Model):
     name = models.CharField(max_length=120, unique=True)
     mode = models.CharField(max_length=20, choices=JudgeMode.choices)
     instrument = models.ForeignKey(
-        "annotation.Instrument", on_delete=models.PROTECT, related_name="judges"
+        "corpus.Instrument", on_delete=models.PROTECT, related_name="judges"
     )
     model = models.CharField(max_length=200, help_text="litellm model string, e.g. openai/gpt-4o")
     provider = models.CharField(
@@ -138,7 +138,7 @@ class JudgeRun(models.Model):
 
     name = models.CharField(max_length=200, blank=True)
     instrument = models.ForeignKey(
-        "annotation.Instrument", on_delete=models.PROTECT, related_name="judge_runs"
+        "corpus.Instrument", on_delete=models.PROTECT, related_name="judge_runs"
     )
     mode = models.CharField(max_length=20, choices=JudgeMode.choices)
     judges = models.ManyToManyField(Judge, related_name="runs")
@@ -202,7 +202,7 @@ class JudgeResult(models.Model):
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="results")
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="results")
     conversation = models.ForeignKey(
-        "simulation.Conversation", on_delete=models.PROTECT, related_name="judge_results"
+        "corpus.Conversation", on_delete=models.PROTECT, related_name="judge_results"
     )
     instance = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=20, choices=ResultStatus.choices, default=ResultStatus.PENDING)
@@ -281,7 +281,7 @@ class EnsembleLabel(models.Model):
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="ensemble")
     conversation = models.ForeignKey(
-        "simulation.Conversation", on_delete=models.PROTECT, related_name="+"
+        "corpus.Conversation", on_delete=models.PROTECT, related_name="+"
     )
     item_key = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .models import JudgeMode
+from judging.models import JudgeMode
 
 PLACEHOLDERS: dict[str, dict[str, frozenset[str]]] = {
     JudgeMode.CHECKLIST: {

@@ -23,13 +23,14 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from .calls import Caller, JudgeCallConfig
-from .checklist import ChecklistOutcome, judge_checklist
-from .ensemble import ensemble_compute, ensemble_rule, provider_warnings
-from .errors import JudgingError
-from .flowjudge import FlowOutcome, judge_flow
-from .judges import judge_snapshot
-from .material import (
+from core.enqueue import enqueue_on_commit
+from judging.calls import Caller, JudgeCallConfig
+from judging.checklist import ChecklistOutcome, judge_checklist
+from judging.ensemble import ensemble_compute, ensemble_rule, provider_warnings
+from judging.errors import JudgingError
+from judging.flowjudge import FlowOutcome, judge_flow
+from judging.judges import judge_snapshot
+from judging.material import (
     checklist_labels,
     conversation_material,
     flow_labels,
@@ -37,7 +38,7 @@ from .material import (
     prompt_get_cached,
     vote_keys,
 )
-from .models import (
+from judging.models import (
     Judge,
     JudgeLabel,
     JudgeResult,
@@ -49,6 +50,8 @@ from .models import (
 logger = logging.getLogger("judging")
 
 MAX_INSTANCES = 10
+# The Celery task that judges one result (judging.tasks); queued by name, see core.enqueue.
+JUDGE_RESULT_TASK = "judging.tasks.judge_result_task"
 # A result still "running" after this long lost its worker: a redelivered task may take it.
 STALE_RUNNING = timedelta(minutes=40)
 
@@ -58,10 +61,7 @@ def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
 
 
 def _enqueue(result_ids: Sequence[int]) -> None:
-    from .tasks import judge_result_task
-
-    ids = list(result_ids)
-    transaction.on_commit(lambda: [judge_result_task.delay(pk) for pk in ids])
+    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids)
 
 
 @transaction.atomic
@@ -337,8 +337,6 @@ def judge_run_execute_in_process(
     connection, closed when the thread ends. ``shard=(i, n)`` takes only the results whose id
     is i modulo n, so n processes can share a run.
     """
-    from .tasks import judge_result_task
-
     index, shards = shard
     pending: queue.SimpleQueue[int] = queue.SimpleQueue()
     for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True):
@@ -353,7 +351,7 @@ def judge_run_execute_in_process(
                     pk = pending.get_nowait()
                 except queue.Empty:
                     return
-                judge_result_task(pk)
+                judge_result_execute(result_id=pk)
                 if on_result is not None:
                     on_result(JudgeResult.objects.get(pk=pk))
         except BaseException as exc:  # surfaced after join

@@ -15,12 +15,11 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 
-from annotation.models import Item, Study
-from annotation.roles import Role, has_any_role
-from simulation.models import Conversation, Message
-
-from .errors import JudgingError
-from .models import (
+from core.roles import Role, has_any_role
+from corpus.conversations.collections import collection_get
+from corpus.models import Conversation, Item, Message
+from judging.errors import JudgingError
+from judging.models import (
     EnsembleLabel,
     Judge,
     JudgeLabel,
@@ -127,9 +126,10 @@ def conversation_ids_for_judging(
     if persona_set_ids:
         qs = qs.filter(persona__persona_set_id__in=persona_set_ids)
     if study_id:
-        if not Study.objects.filter(pk=study_id).exists():
+        studies = collection_get("study")
+        if studies is None or not studies.choices().filter(pk=study_id).exists():
             raise JudgingError(f"no study {study_id}")
-        qs = qs.filter(study_links__study_id=study_id)
+        qs = qs.filter(studies.conversation_filter(study_id))
     if codes:
         codes = [c.strip() for c in codes if c.strip()]
         known = set(Conversation.objects.filter(code__in=codes).values_list("code", flat=True))

@@ -5,9 +5,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.models import Instrument
-
-from .models import Judge, JudgeMode, JudgeRun, PromptTemplate, ReasoningEffort, RunStatus
+from corpus.models import Instrument
+from judging.models import Judge, JudgeMode, JudgeRun, PromptTemplate, ReasoningEffort, RunStatus
 
 STATUS_HELP = "One of: " + ", ".join(f"{value} ({label})" for value, label in RunStatus.choices)
 

@@ -5,10 +5,10 @@ The implementation is split by subdomain: ``judges`` (prompt templates, judges),
 ``checklist`` and ``flowjudge``.
 """
 
-from .ensemble import ensemble_compute, ensemble_rule, provider_warnings
-from .errors import JudgingError
-from .judges import judge_create, prompt_create, prompt_default, provider_from_model
-from .runs import (
+from judging.ensemble import ensemble_compute, ensemble_rule, provider_warnings
+from judging.errors import JudgingError
+from judging.judges import judge_create, prompt_create, prompt_default, provider_from_model
+from judging.runs import (
     judge_result_execute,
     judge_run_cancel,
     judge_run_create,

@@ -8,13 +8,12 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.permissions import role_required
-
-from . import selectors, services
-from .errors import JudgingError
-from .exports import FORMATS, export_csv
-from .forms import JudgeForm, JudgeRunForm, PromptForm
-from .models import JudgeMode, JudgeRun
+from core.permissions import role_required
+from judging import selectors, services
+from judging.errors import JudgingError
+from judging.exports import FORMATS, export_csv
+from judging.forms import JudgeForm, JudgeRunForm, PromptForm
+from judging.models import JudgeMode, JudgeRun
 
 view_required = role_required(selectors.can_view_judging)
 manage_required = role_required(selectors.can_manage_judging)

@@ -9,9 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.roles import Role, has_any_role
-
-from . import selectors, services
+from core.roles import Role, has_any_role
+from reports import selectors, services
 
 
 class CanReadReports(BasePermission):

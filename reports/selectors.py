@@ -8,16 +8,9 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max
 from django.http import Http404
 
-from annotation.models import (
-    AssignmentStatus,
-    ConsensusLabel,
-    InstrumentKind,
-    Rating,
-    RatingStatus,
-    Scale,
-    Study,
-)
-from annotation.selectors import study_list_for_user
+from annotation.models import AssignmentStatus, ConsensusLabel, Rating, RatingStatus, Study
+from annotation.studies.selectors import study_list_for_user
+from corpus.models import InstrumentKind, Scale
 
 
 def study_list_for_reports(user: AbstractBaseUser | AnonymousUser):  # type: ignore[no-untyped-def]

@@ -11,10 +11,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count, Max
 
-from annotation.models import InstrumentKind, Scale, Study
-
-from . import selectors
-from .models import ReportCache
+from annotation.models import Study
+from corpus.models import InstrumentKind, Scale
+from reports import selectors
+from reports.models import ReportCache
 from stats import agreement_report, reference_agreement
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -86,7 +86,7 @@ def _compute_reliability(study: Study, na: str, bootstrap: int) -> dict[str, Any
         return payload
     order = None
     if study.instrument.kind == InstrumentKind.FLOW:
-        from annotation.flow import LABELS
+        from corpus.instruments.flow import LABELS
 
         order = list(LABELS)
     report = agreement_report(rows, level="nominal", na=na, bootstrap=bootstrap, seed=BOOTSTRAP_SEED, order=order)
@@ -233,7 +233,7 @@ def _compute_judges(study: Study, run_id: int, na: str) -> dict[str, Any]:
         return payload
     order = None
     if study.instrument.kind == InstrumentKind.FLOW:
-        from annotation.flow import LABELS
+        from corpus.instruments.flow import LABELS
 
         order = list(LABELS)
     if consensus:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from reports import views
 
 app_name = "reports"
 

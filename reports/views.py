@@ -8,11 +8,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from annotation.permissions import roles_required
-from annotation.roles import Role
-from simulation.csvstream import stream_csv
-
-from . import selectors, services
+from core.csvstream import stream_csv
+from core.permissions import roles_required
+from core.roles import Role
+from reports import selectors, services
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
 STAT_COLUMNS = [

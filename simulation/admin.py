@@ -1,15 +1,7 @@
 from django.contrib import admin
 
-from .models import (
-    Conversation,
-    Message,
-    Persona,
-    PersonaSet,
-    PromptTemplate,
-    SimulationBatch,
-    SimulationRun,
-    Target,
-)
+from corpus.models import Conversation, Message, Persona, PersonaSet, Target
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 
 
 class PersonaInline(admin.StackedInline):

@@ -1,147 +1,156 @@
-"""REST endpoints for the corpus and its importers (researchers, coordinators, admins)."""
+"""REST endpoints for simulation batches and prompt templates.
+
+Researchers and admins create, cancel and resume batches and store templates; coordinators
+read; clinicians and users without a role get 403. Service errors map to 400/409 through
+``core.api_errors``.
+"""
 
 from __future__ import annotations
 
-from django.http import StreamingHttpResponse
+from typing import Any
+
+from django.urls import include, path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.routers import SimpleRouter
 
-from annotation.permissions import CanImport, CanViewCorpus
-
-from . import selectors, services
-from .models import Conversation, PersonaSet, Target
-from .serializers import (
-    ConversationDetailSerializer,
-    ConversationImportResponseSerializer,
-    ConversationSerializer,
-    ImportRequestSerializer,
-    PersonaImportResponseSerializer,
-    PersonaSetSerializer,
-    TargetSerializer,
+from core.permissions import CanViewCorpus
+from simulation import selectors as reads
+from simulation.batches import (
+    simulation_batch_cancel,
+    simulation_batch_create,
+    simulation_batch_resume,
 )
-from .uploads import read_upload
+from simulation.errors import SimulationError
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.prompts import (
+    TemplateError,
+    prompt_template_create,
+    prompt_templates_ensure_builtin,
+)
+from simulation.serializers import (
+    BatchProgressSerializer,
+    BatchResumeSerializer,
+    SimulationBatchCreateSerializer,
+    SimulationBatchDetailSerializer,
+    SimulationBatchSerializer,
+    SimulationPromptCreateSerializer,
+    SimulationPromptSerializer,
+    SimulationRunSerializer,
+)
 
 
-class ConversationViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [CanViewCorpus]
+class CanRunSimulations(BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return reads.can_run_simulations(request.user)
+
+
+WRITE_ACTIONS = {"create", "cancel", "resume"}
+
+
+class SimulationBatchViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Simulation batches: personas x chatbots x repetitions, one task per conversation."""
+
     lookup_field = "code"
-    queryset = Conversation.objects.none()  # for the schema; get_queryset applies access rules
+    queryset = SimulationBatch.objects.none()
+
+    def get_permissions(self):  # type: ignore[no-untyped-def]
+        return [CanRunSimulations()] if self.action in WRITE_ACTIONS else [CanViewCorpus()]
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        params = self.request.query_params
-        qs = selectors.conversation_list_for_user(
-            self.request.user,
-            persona_id=int(params["persona"]) if params.get("persona", "").isdigit() else None,
-            target_id=int(params["target"]) if params.get("target", "").isdigit() else None,
-            source=params.get("source") or None,
-        )
-        if self.action == "retrieve":
-            qs = qs.prefetch_related("messages")
-        return qs
+        return reads.batch_list_for_user(self.request.user)
+
+    def get_object(self) -> SimulationBatch:
+        return reads.batch_get_for_user(self.request.user, code=self.kwargs["code"])
 
     def get_serializer_class(self):  # type: ignore[no-untyped-def]
-        return ConversationDetailSerializer if self.action == "retrieve" else ConversationSerializer
+        if self.action == "create":
+            return SimulationBatchCreateSerializer
+        return SimulationBatchDetailSerializer if self.action != "list" else SimulationBatchSerializer
+
+    @extend_schema(request=SimulationBatchCreateSerializer, responses={201: SimulationBatchDetailSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Start a batch: every conversation is planned and queued at once."""
+        data = SimulationBatchCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        batch = simulation_batch_create(spec=data.to_spec(), created_by=request.user)
+        batch = reads.batch_get_for_user(request.user, code=batch.code)
+        return Response(SimulationBatchDetailSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: BatchProgressSerializer})
+    @action(detail=True, methods=["get"])
+    def progress(self, request: Request, code: str) -> Response:
+        """Counts by status, tokens, cost so far and the estimated time left."""
+        return Response(reads.batch_progress(self.get_object()).as_dict())
 
     @extend_schema(
-        parameters=[OpenApiParameter("as", str, enum=["jsonl", "csv"], description="Export format")],
-        responses={(200, "text/csv"): str},
+        parameters=[OpenApiParameter("status", str, enum=SimulationRun.Status.values, description="Only runs in this state")],
+        responses={200: SimulationRunSerializer(many=True)},
     )
-    @action(detail=False, methods=["get"])
-    def export(self, request: Request) -> StreamingHttpResponse:
-        """Export the (filtered) conversations as JSONL or CSV (one row per message)."""
-        fmt = request.query_params.get("as", "jsonl")
-        qs = self.get_queryset()
-        if fmt == "csv":
-            response = StreamingHttpResponse(selectors.conversations_export_csv(qs), content_type="text/csv")
-        else:
-            fmt = "jsonl"
-            response = StreamingHttpResponse(
-                selectors.conversations_export_jsonl(qs), content_type="application/x-ndjson"
-            )
-        response["Content-Disposition"] = f'attachment; filename="conversations.{fmt}"'
-        return response
+    @action(detail=True, methods=["get"])
+    def runs(self, request: Request, code: str) -> Response:
+        """The planned conversations of the batch with their state, error and transcript code."""
+        state = request.query_params.get("status")
+        runs = reads.batch_runs(self.get_object(), status=state if state in SimulationRun.Status.values else None)
+        page = self.paginate_queryset(runs)
+        return self.get_paginated_response(SimulationRunSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={200: SimulationBatchDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, code: str) -> Response:
+        """Stop the batch: queued conversations will not start, running ones stop before their next call."""
+        batch = self.get_object()
+        try:
+            simulation_batch_cancel(batch_id=batch.pk)
+        except SimulationError as exc:
+            exc.status = 409  # type: ignore[attr-defined]
+            raise
+        return Response(SimulationBatchDetailSerializer(self.get_object()).data)
+
+    @extend_schema(request=BatchResumeSerializer, responses={200: SimulationBatchDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, code: str) -> Response:
+        """Resume the batch: conversations continue after their last saved message."""
+        batch = self.get_object()
+        data = BatchResumeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        simulation_batch_resume(batch_id=batch.pk, include_failed=data.validated_data["include_failed"])
+        return Response(SimulationBatchDetailSerializer(self.get_object()).data)
 
 
-class PersonaSetViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [CanViewCorpus]
-    queryset = PersonaSet.objects.none()
-    serializer_class = PersonaSetSerializer
+class SimulationPromptViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Versioned, immutable prompt templates (no update or delete: store a new version)."""
+
+    queryset = PromptTemplate.objects.none()
+    serializer_class = SimulationPromptSerializer
+
+    def get_permissions(self):  # type: ignore[no-untyped-def]
+        return [CanRunSimulations()] if self.action == "create" else [CanViewCorpus()]
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return selectors.persona_set_list_for_user(self.request.user).prefetch_related("personas")
+        prompt_templates_ensure_builtin()
+        return reads.prompt_template_list_for_user(self.request.user)
 
-
-class TargetViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [CanViewCorpus]
-    queryset = Target.objects.none()
-    serializer_class = TargetSerializer
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return selectors.target_list_for_user(self.request.user)
-
-
-class ConversationImportView(APIView):
-    """Import conversations (JSONL, or a zip of VERA-MH transcripts); all or nothing."""
-
-    permission_classes = [CanImport]
-    parser_classes = [MultiPartParser, FormParser]
-
-    @extend_schema(request=ImportRequestSerializer, responses={200: ConversationImportResponseSerializer})
-    def post(self, request: Request) -> Response:
-        data = ImportRequestSerializer(data=request.data)
+    @extend_schema(request=SimulationPromptCreateSerializer, responses={201: SimulationPromptSerializer, 200: SimulationPromptSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Store a template; the same key with a new text becomes its next version."""
+        data = SimulationPromptCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        upload = data.validated_data["file"]
-        result = services.conversations_import(
-            files=read_upload(upload.name, upload),
-            fmt=data.validated_data["format"],
-            created_by=request.user,
-            dry_run=data.validated_data["dry_run"],
-        )
-        return Response(
-            {
-                "dry_run": result.dry_run,
-                "total": result.total,
-                "created": [c.code for c in result.created],
-                "duplicates": result.duplicates,
-                "summary": result.summary(),
-            }
-        )
+        try:
+            template, created = prompt_template_create(**data.validated_data, created_by=request.user)
+        except TemplateError as exc:
+            raise SimulationError(str(exc)) from exc
+        return Response(SimulationPromptSerializer(template).data, status=201 if created else 200)
 
 
-class PersonaImportView(APIView):
-    """Import a persona set (VERA-MH TSV or evalsite YAML/JSON); all or nothing unless valid_only."""
+router = SimpleRouter()
+router.register("simulation-batches", SimulationBatchViewSet, basename="simulation-batch")
+router.register("simulation-prompts", SimulationPromptViewSet, basename="simulation-prompt")
 
-    permission_classes = [CanImport]
-    parser_classes = [MultiPartParser, FormParser]
-
-    @extend_schema(request=ImportRequestSerializer, responses={200: PersonaImportResponseSerializer})
-    def post(self, request: Request) -> Response:
-        data = ImportRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        upload = data.validated_data["file"]
-        (name, text), *_ = read_upload(upload.name, upload)
-        result = services.personas_import(
-            text=text,
-            file=name,
-            fmt=data.validated_data["format"],
-            key=data.validated_data.get("key"),
-            name=data.validated_data.get("name"),
-            valid_only=data.validated_data["valid_only"],
-            dry_run=data.validated_data["dry_run"],
-            created_by=request.user,
-        )
-        return Response(
-            {
-                "dry_run": data.validated_data["dry_run"],
-                "persona_set": result.persona_set.pk if result.persona_set else None,
-                "created": result.created,
-                "total_rows": result.total_rows,
-                "imported_rows": result.imported_rows,
-                "skipped": [p.as_dict() for p in result.skipped],
-            }
-        )
+urlpatterns = [path("", include(router.urls))]

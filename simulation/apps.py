@@ -3,4 +3,8 @@ from django.apps import AppConfig
 
 class SimulationConfig(AppConfig):
     name = "simulation"
-    verbose_name = "Personas, targets and conversations"
+    verbose_name = "Simulation batches"
+
+    def ready(self) -> None:
+        # Register the tasks in every process: services queue them by name (core.enqueue).
+        import simulation.tasks  # noqa: F401

@@ -16,20 +16,25 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from .http_target import header_problems, template_problems
-from .llm import ModelSpec
-from .models import Persona, PersonaSet, PromptTemplate, SimulationBatch, SimulationRun, Target
-from .prompts import (
+from core.codes import new_code
+from core.enqueue import enqueue_on_commit
+from corpus.models import Persona, PersonaSet, Target
+from corpus.targets.http_config import header_problems, template_problems
+from simulation.errors import SimulationError
+from simulation.llm import ModelSpec
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.prompts import (
     DEFAULTS,
     TemplateError,
     prompt_template_create,
     prompt_template_latest,
     prompt_templates_ensure_builtin,
 )
-from .run_state import holder_is_dead, template_values
-from .services import SimulationError, new_code
+from simulation.run_state import holder_is_dead, template_values
 
 MAX_RUNS = 20_000
+# The Celery task that executes one run (simulation.tasks); queued by name, see core.enqueue.
+SIMULATION_RUN_TASK = "simulation.tasks.simulation_run_task"
 Protocol = SimulationBatch.Protocol
 Kind = PromptTemplate.Kind
 
@@ -141,7 +146,7 @@ def _check_templates(batch: SimulationBatch, personas: Iterable[Persona], proble
         for template in (batch.persona_template, batch.reminder_template, batch.kickoff_template):
             if template is None:
                 continue
-            from .prompts import render
+            from simulation.prompts import render
 
             try:
                 render(template.text, values)
@@ -267,17 +272,7 @@ def _batch_code() -> str:
 
 def _enqueue(run_ids: list[int], countdowns: Mapping[int, float] | None = None) -> None:
     """Queue one task per run after the surrounding transaction commits."""
-    if not run_ids:
-        return
-
-    def send() -> None:
-        from .tasks import simulation_run_task
-
-        for run_id in run_ids:
-            delay = (countdowns or {}).get(run_id)
-            simulation_run_task.apply_async((run_id,), countdown=delay if delay else None)
-
-    transaction.on_commit(send)
+    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns)
 
 
 def _locked_batch(batch_id: int) -> SimulationBatch:
@@ -333,7 +328,7 @@ def simulation_batch_resume(
 
 
 def _finish_if_idle(batch_id: int) -> None:
-    from .run_state import batch_maybe_finish
+    from simulation.run_state import batch_maybe_finish
 
     batch_maybe_finish(batch_id=batch_id)
 

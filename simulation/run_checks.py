@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .integrity import Flag, check_integrity
-from .models import Message, SimulationBatch, SimulationRun
-from .role_slide import check_role_slide
+from django.db import transaction
+
+from corpus.conversations.integrity import Flag, check_integrity
+from corpus.conversations.services import conversation_check_structure
+from corpus.models import Conversation, Message
+from simulation.models import SimulationBatch, SimulationRun
+from simulation.role_slide import check_role_slide
 
 
 def speaker_at(index: int, first_speaker: str) -> str:
@@ -70,3 +74,21 @@ def simulated_run_flags(run: SimulationRun) -> list[Flag]:
     elif run.status != SimulationRun.Status.DONE:
         flags.insert(0, Flag("incomplete", "the simulation has not finished"))
     return flags
+
+
+@transaction.atomic
+def conversation_check_integrity(*, conversation_id: int) -> Conversation:
+    """Re-run the integrity checks on one stored conversation and record the flags.
+
+    A simulated conversation is checked against its batch cell (and the role-slide check);
+    any other against its structure only.
+    """
+    conversation = Conversation.objects.select_for_update(of=("self",)).get(pk=conversation_id)
+    run = getattr(conversation, "simulation_run", None) if conversation.source == Conversation.Source.SIMULATED else None
+    if run is None:
+        return conversation_check_structure(conversation_id=conversation_id)
+    flags = simulated_run_flags(run)
+    conversation.integrity_flags = [f.as_dict() for f in flags]
+    conversation.integrity_ok = not flags
+    conversation.save(update_fields=["integrity_flags", "integrity_ok"])
+    return conversation

@@ -26,20 +26,14 @@ from django.db import IntegrityError, OperationalError, close_old_connections, t
 from django.db.models import F
 from django.utils import timezone
 
-from .integrity import Flag
-from .llm import LLMResult
-from .models import (
-    Conversation,
-    Message,
-    Persona,
-    PromptTemplate,
-    SimulationBatch,
-    SimulationRun,
-    Target,
-)
-from .prompts import persona_values, render
-from .run_checks import run_integrity_flags
-from .services import is_sensitive, new_code
+from core.codes import new_code
+from corpus.conversations.integrity import Flag
+from corpus.conversations.services import is_sensitive
+from corpus.models import Conversation, Message, Persona, Target
+from simulation.llm import LLMResult
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.prompts import persona_values, render
+from simulation.run_checks import run_integrity_flags
 
 logger = logging.getLogger("simulation.simulate")
 DB_ATTEMPTS = 4  # a message write that meets a transient database error is tried again

@@ -1,197 +1,155 @@
-"""Reads of the corpus: personas, targets, conversations. Access checks live here."""
+"""Reads of simulation batches: lists, one batch, its progress. Access checks live here.
+
+Researchers, coordinators and admins may read batches (coordinators only read); everyone else
+gets 404, so an outsider learns nothing about what exists.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
+from django.utils import timezone
 
-from annotation.roles import can_view_corpus
+from core.roles import Role, can_view_corpus, has_any_role
+from corpus.models import Target
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 
-from .csvstream import stream_csv
-from .models import Conversation, Message, Persona, PersonaSet, Target
+RUN_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
 
 
-def _require_corpus(user: AbstractBaseUser | AnonymousUser) -> None:
-    # 404, not 403: an outsider learns nothing about what exists.
+def can_run_simulations(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Return whether ``user`` may create, cancel and resume simulation batches."""
+    return has_any_role(user, RUN_ROLES)
+
+
+def _require_view(user: AbstractBaseUser | AnonymousUser) -> None:
     if not can_view_corpus(user):
         raise Http404("not found")
 
 
-def conversation_list_for_user(
-    user: AbstractBaseUser | AnonymousUser,
-    *,
-    persona_id: int | None = None,
-    target_id: int | None = None,
-    source: str | None = None,
-    flagged: bool | None = None,
-) -> QuerySet[Conversation]:
-    """Return the unblinded corpus for researchers, coordinators and admins."""
-    _require_corpus(user)
-    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by("id")
-    if persona_id:
-        qs = qs.filter(persona_id=persona_id)
-    if target_id:
-        qs = qs.filter(target_id=target_id)
-    if source:
-        qs = qs.filter(source=source)
-    if flagged is not None:
-        qs = qs.filter(integrity_ok=not flagged)
-    return qs
-
-
-def conversation_get_for_corpus(user: AbstractBaseUser | AnonymousUser, *, code: str) -> Conversation:
-    _require_corpus(user)
-    try:
-        return (
-            Conversation.objects.select_related("persona__persona_set", "target")
-            .prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index")))
-            .get(code=code)
+def batch_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[SimulationBatch]:
+    """Return the batches with their run counts by status (one query)."""
+    _require_view(user)
+    S = SimulationRun.Status
+    return (
+        SimulationBatch.objects.select_related("persona_set", "created_by")
+        .annotate(
+            runs_total=Count("runs"),
+            runs_done=Count("runs", filter=Q(runs__status=S.DONE)),
+            runs_failed=Count("runs", filter=Q(runs__status=S.FAILED)),
+            runs_active=Count("runs", filter=Q(runs__status__in=SimulationRun.ACTIVE)),
         )
-    except Conversation.DoesNotExist as exc:
-        raise Http404("not found") from exc
-
-
-def persona_set_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PersonaSet]:
-    _require_corpus(user)
-    return PersonaSet.objects.all().order_by("key", "-version")
-
-
-def persona_set_get(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> PersonaSet:
-    _require_corpus(user)
-    try:
-        return PersonaSet.objects.prefetch_related(
-            Prefetch("personas", queryset=Persona.objects.order_by("position"))
-        ).get(pk=pk)
-    except PersonaSet.DoesNotExist as exc:
-        raise Http404("not found") from exc
-
-
-def target_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Target]:
-    _require_corpus(user)
-    return Target.objects.all().order_by("code")
-
-
-def _export_rows(qs: QuerySet[Conversation]) -> Iterator[Conversation]:
-    yield from qs.prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index"))).iterator(
-        chunk_size=500
+        .order_by("-id")
     )
 
 
-def conversation_as_record(conversation: Conversation) -> dict:
-    """Return a conversation in the project's JSONL import format (round-trips)."""
-    record: dict = {"id": conversation.external_id or conversation.code}
-    if conversation.persona is not None:
-        record["persona_set"] = conversation.persona.persona_set.key
-        record["persona"] = conversation.persona.key
-    if conversation.target is not None:
-        record["target"] = {
-            "model": conversation.target.model,
-            "code": conversation.target.code,
-            "name": conversation.target.name,
-        }
-    if conversation.run_index is not None:
-        record["run_index"] = conversation.run_index
-    record["sensitive"] = conversation.sensitive
-    record["messages"] = [{"role": m.role, "content": m.content} for m in conversation.messages.all()]
-    record["metadata"] = {
-        **conversation.metadata,
-        "evalsite_code": conversation.code,
-        "integrity_ok": conversation.integrity_ok,
-        "integrity_flags": conversation.integrity_flags,
-    }
-    return record
+def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str) -> SimulationBatch:
+    _require_view(user)
+    try:
+        return (
+            SimulationBatch.objects.select_related(
+                "persona_set", "persona_template", "reminder_template", "kickoff_template", "created_by"
+            )
+            .prefetch_related(Prefetch("targets", queryset=Target.objects.order_by("code")))
+            .get(code=code)
+        )
+    except SimulationBatch.DoesNotExist as exc:
+        raise Http404("not found") from exc
 
 
-def conversations_export_jsonl(qs: QuerySet[Conversation]) -> Iterator[str]:
-    for conversation in _export_rows(qs):
-        yield json.dumps(conversation_as_record(conversation), ensure_ascii=False) + "\n"
+def batch_runs(batch: SimulationBatch, *, status: str | None = None) -> QuerySet[SimulationRun]:
+    """Return the runs of a batch with what the run table shows, in one query."""
+    qs = batch.runs.select_related("persona", "target", "conversation").order_by("id")
+    if status:
+        qs = qs.filter(status=status)
+    return qs
 
 
-CSV_COLUMNS = [
-    "conversation_code",
-    "external_id",
-    "persona_set",
-    "persona",
-    "target_code",
-    "target_model",
-    "source",
-    "run_index",
-    "integrity_ok",
-    "turn_index",
-    "role",
-    "content",
-]
+@dataclass(frozen=True)
+class BatchProgress:
+    total: int
+    queued: int
+    running: int
+    done: int
+    failed: int
+    cancelled: int
+    flagged: int  # finished runs whose conversation failed an integrity check
+    stalled: int  # running, but the executor's lease has expired
+    messages: int
+    expected_messages: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    elapsed_seconds: float
+    eta_seconds: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed + self.cancelled
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.finished / self.total) if self.total else 100
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "finished": self.finished, "percent": self.percent}
 
 
-def conversations_export_csv(qs: QuerySet[Conversation]) -> Iterator[str]:
-    """Yield CSV text, one row per message (long format), header first."""
-    return stream_csv(CSV_COLUMNS, _message_rows(qs))
+def batch_progress(batch: SimulationBatch) -> BatchProgress:
+    """Return the counts, tokens, cost and an estimate of the time left (one query)."""
+    S = SimulationRun.Status
+    now = timezone.now()
+    active = Q(status__in=SimulationRun.ACTIVE)
+    row = batch.runs.aggregate(
+        total=Count("id"),
+        queued=Count("id", filter=Q(status=S.QUEUED)),
+        running=Count("id", filter=Q(status=S.RUNNING)),
+        done=Count("id", filter=Q(status=S.DONE)),
+        failed=Count("id", filter=Q(status=S.FAILED)),
+        cancelled=Count("id", filter=Q(status=S.CANCELLED)),
+        flagged=Count("id", filter=Q(status=S.DONE, conversation__integrity_ok=False)),
+        stalled=Count("id", filter=Q(status=S.RUNNING, lease_expires_at__lt=now)),
+        messages=Sum("messages_done"),
+        active_messages=Sum("messages_done", filter=active),
+        calls=Sum("calls"),
+        prompt_tokens=Sum("prompt_tokens"),
+        completion_tokens=Sum("completion_tokens"),
+        cost_usd=Sum("cost_usd"),
+    )
+    counts = {k: int(row[k] or 0) for k in ("total", "queued", "running", "done", "failed", "cancelled", "flagged", "stalled")}
+    messages = int(row["messages"] or 0)
+    end = batch.finished_at or batch.cancelled_at or now
+    elapsed = max((end - (batch.started_at or batch.created_at)).total_seconds(), 0.0)
+    remaining = (counts["queued"] + counts["running"]) * batch.turns - int(row["active_messages"] or 0)
+    eta = None
+    if batch.status == SimulationBatch.Status.RUNNING and messages and elapsed > 0:
+        eta = max(remaining, 0) / (messages / elapsed)
+    return BatchProgress(
+        **counts,
+        messages=messages,
+        expected_messages=counts["total"] * batch.turns,
+        calls=int(row["calls"] or 0),
+        prompt_tokens=int(row["prompt_tokens"] or 0),
+        completion_tokens=int(row["completion_tokens"] or 0),
+        cost_usd=float(row["cost_usd"] or 0.0),
+        elapsed_seconds=elapsed,
+        eta_seconds=eta,
+    )
 
 
-def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
-    for c in _export_rows(qs):
-        for m in c.messages.all():
-            yield [
-                c.code,
-                c.external_id,
-                c.persona.persona_set.key if c.persona else "",
-                c.persona.key if c.persona else "",
-                c.target.code if c.target else "",
-                c.target.model if c.target else "",
-                c.source,
-                "" if c.run_index is None else c.run_index,
-                "" if c.integrity_ok is None else c.integrity_ok,
-                m.turn_index,
-                m.role,
-                m.content,
-            ]
+def prompt_template_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PromptTemplate]:
+    _require_view(user)
+    return PromptTemplate.objects.order_by("kind", "key", "-version")
 
 
-def conversation_ids_for_selection(
-    *,
-    persona_ids: list[int] | None = None,
-    target_ids: list[int] | None = None,
-    batch_ids: list[int] | None = None,
-    codes: list[str] | None = None,
-    exclude_flagged: bool = True,
-    sample_size: int | None = None,
-    seed: int | None = None,
-) -> tuple[list[int], dict]:
-    """Return conversation ids matching a study's selection, and the selection as recorded.
-
-    A random sample is drawn with ``numpy.random.default_rng(seed)`` from the matches sorted by
-    id, so the same seed and the same corpus give the same sample.
-    """
-    import numpy as np
-
-    qs = Conversation.objects.all()
-    if persona_ids:
-        qs = qs.filter(persona_id__in=persona_ids)
-    if target_ids:
-        qs = qs.filter(target_id__in=target_ids)
-    if batch_ids:
-        qs = qs.filter(metadata__batch_id__in=batch_ids)
-    if codes:
-        qs = qs.filter(code__in=codes)
-    if exclude_flagged:
-        qs = qs.exclude(integrity_ok=False)
-    ids = sorted(qs.values_list("id", flat=True))
-    record: dict = {
-        "persona_ids": persona_ids or [],
-        "target_ids": target_ids or [],
-        "batch_ids": batch_ids or [],
-        "codes": codes or [],
-        "exclude_flagged": exclude_flagged,
-        "matched": len(ids),
-    }
-    if sample_size is not None and sample_size < len(ids):
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (2**31))
-        rng = np.random.default_rng(seed)
-        ids = sorted(int(i) for i in rng.choice(ids, size=sample_size, replace=False))
-        record.update({"sample_size": sample_size, "seed": seed})
-    return ids, record
+def prompt_template_get(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> PromptTemplate:
+    _require_view(user)
+    try:
+        return PromptTemplate.objects.get(pk=pk)
+    except PromptTemplate.DoesNotExist as exc:
+        raise Http404("not found") from exc

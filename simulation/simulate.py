@@ -18,8 +18,9 @@ from typing import Any
 
 from django.conf import settings
 
-from .http_target import http_chat
-from .llm import (
+from corpus.models import Target
+from simulation.http_target import http_chat
+from simulation.llm import (
     DEFAULT_RETRY,
     LLMError,
     LLMResult,
@@ -29,10 +30,10 @@ from .llm import (
     chat,
     limiter_for,
 )
-from .models import SimulationBatch, SimulationRun, Target
-from .prompts import reminder_wrap
-from .run_checks import speaker_at
-from .run_state import (
+from simulation.models import SimulationBatch, SimulationRun
+from simulation.prompts import reminder_wrap
+from simulation.run_checks import speaker_at
+from simulation.run_state import (
     LeaseLost,
     RunContext,
     RunOutcome,

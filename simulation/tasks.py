@@ -8,15 +8,17 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
-from . import services
+from simulation.batches import simulation_runs_recover
+from simulation.run_checks import conversation_check_integrity
+from simulation.simulate import new_owner, simulation_run_execute
 
 logger = logging.getLogger("simulation.tasks")
 
 
-@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+@shared_task(name="simulation.tasks.conversation_check_integrity_task", acks_late=True, time_limit=120, soft_time_limit=100)
 def conversation_check_integrity_task(conversation_id: int) -> bool:
     """Run the structural integrity checks on one conversation; return whether it passed."""
-    conversation = services.conversation_check_integrity(conversation_id=conversation_id)
+    conversation = conversation_check_integrity(conversation_id=conversation_id)
     return bool(conversation.integrity_ok)
 
 
@@ -25,6 +27,7 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 # simulation.simulate) makes a second delivery resume after the last saved message, never
 # write twice. "busy" (another live executor holds the lease) retries once the lease may expire.
 @shared_task(
+    name="simulation.tasks.simulation_run_task",
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -34,8 +37,6 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 )
 def simulation_run_task(self: Any, run_id: int) -> str:
     """Simulate one conversation of a batch (or resume it); return the outcome."""
-    from .simulate import new_owner, simulation_run_execute
-
     outcome = simulation_run_execute(run_id=run_id, owner=new_owner(str(self.request.id or "")[:12]))
     if outcome.status == "busy" and not self.request.is_eager:
         raise self.retry(countdown=min((outcome.retry_in or 1.0) + 0.5, 600.0))
@@ -45,8 +46,6 @@ def simulation_run_task(self: Any, run_id: int) -> str:
 @worker_ready.connect
 def _recover_runs_on_worker_start(**_: Any) -> None:
     """Queue again the runs a dead worker left running (their broker message may sit unacked)."""
-    from .batches import simulation_runs_recover
-
     try:
         count = simulation_runs_recover()
     except Exception:  # a worker must start even when the database is not ready yet

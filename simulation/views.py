@@ -1,155 +1,142 @@
-"""Pages of the corpus (unblinded: researchers, coordinators, admins) and the importers."""
+"""Pages of simulation batches and prompt templates.
+
+Researchers and admins create, cancel and resume; coordinators read; everyone else gets 404.
+"""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
-from annotation.permissions import corpus_required, import_required
-from annotation.problems import ImportRejected
+from core.permissions import corpus_required, role_required
+from simulation import selectors as reads
+from simulation.batches import (
+    simulation_batch_cancel,
+    simulation_batch_create,
+    simulation_batch_resume,
+)
+from simulation.errors import SimulationError
+from simulation.forms import PromptTemplateForm, SimulationBatchForm
+from simulation.models import SimulationRun
+from simulation.prompts import (
+    TemplateError,
+    prompt_template_create,
+    prompt_templates_ensure_builtin,
+)
 
-from . import selectors, services
-from .forms import ConversationImportForm, PersonaImportForm
-from .models import Conversation
-from .uploads import read_upload
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
-
-
-def _filtered(request: HttpRequest):  # type: ignore[no-untyped-def]
-    flagged = request.GET.get("flagged")
-    return selectors.conversation_list_for_user(
-        request.user,
-        persona_id=_int_or_none(request.GET.get("persona")),
-        target_id=_int_or_none(request.GET.get("target")),
-        source=request.GET.get("source") or None,
-        flagged={"1": True, "0": False}.get(flagged or ""),
-    )
+run_required = role_required(reads.can_run_simulations)
+RUNS_PER_PAGE = 100
 
 
 @corpus_required
-def conversation_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(_filtered(request), 50).get_page(request.GET.get("page"))
+def batch_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(reads.batch_list_for_user(request.user), 50).get_page(request.GET.get("page"))
     return render(
         request,
-        "simulation/conversation_list.html",
-        {
-            "page": page,
-            "targets": selectors.target_list_for_user(request.user),
-            "query": request.GET.urlencode(),
-            "sources": Conversation.Source.choices,
-        },
+        "simulation/batch_list.html",
+        {"page": page, "can_run": reads.can_run_simulations(request.user)},
+    )
+
+
+@run_required
+def batch_create(request: HttpRequest) -> HttpResponse:
+    prompt_templates_ensure_builtin()
+    form = SimulationBatchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            batch = simulation_batch_create(spec=form.to_spec(), created_by=request.user)
+        except SimulationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Batch {batch.code} started: {batch.runs.count()} conversation(s) queued.")
+            return redirect("simulation:batch-detail", code=batch.code)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "simulation/batch_form.html", {"form": form}, status=status)
+
+
+def _progress_context(request: HttpRequest, code: str) -> dict:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    status = request.GET.get("status") or None
+    if status not in SimulationRun.Status.values:
+        status = None
+    page = Paginator(reads.batch_runs(batch, status=status), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    return {
+        "batch": batch,
+        "progress": reads.batch_progress(batch),
+        "page": page,
+        "status_filter": status or "",
+        "statuses": SimulationRun.Status.choices,
+        "can_run": reads.can_run_simulations(request.user),
+        "query": request.GET.urlencode(),
+    }
+
+
+@corpus_required
+def batch_detail(request: HttpRequest, code: str) -> HttpResponse:
+    return render(request, "simulation/batch_detail.html", _progress_context(request, code))
+
+
+@corpus_required
+def batch_progress(request: HttpRequest, code: str) -> HttpResponse:
+    """Return the progress panel and run table alone (polled by htmx every few seconds)."""
+    return render(request, "simulation/_batch_progress.html", _progress_context(request, code))
+
+
+@require_POST
+@run_required
+def batch_cancel(request: HttpRequest, code: str) -> HttpResponse:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    try:
+        simulation_batch_cancel(batch_id=batch.pk)
+        messages.success(request, f"Batch {batch.code} cancelled; running conversations stop before their next call.")
+    except SimulationError as exc:
+        messages.error(request, str(exc))
+    return redirect("simulation:batch-detail", code=batch.code)
+
+
+@require_POST
+@run_required
+def batch_resume(request: HttpRequest, code: str) -> HttpResponse:
+    batch = reads.batch_get_for_user(request.user, code=code)
+    simulation_batch_resume(batch_id=batch.pk, include_failed=request.POST.get("include_failed") == "1")
+    messages.success(request, f"Batch {batch.code} resumed: conversations continue after their last saved message.")
+    return redirect("simulation:batch-detail", code=batch.code)
+
+
+@corpus_required
+def prompt_template_list(request: HttpRequest) -> HttpResponse:
+    prompt_templates_ensure_builtin()
+    return render(
+        request,
+        "simulation/prompttemplate_list.html",
+        {"templates": reads.prompt_template_list_for_user(request.user), "can_run": reads.can_run_simulations(request.user)},
     )
 
 
 @corpus_required
-def conversation_detail(request: HttpRequest, code: str) -> HttpResponse:
-    conversation = selectors.conversation_get_for_corpus(request.user, code=code)
-    return render(request, "simulation/conversation_detail.html", {"conversation": conversation})
+def prompt_template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    template = reads.prompt_template_get(request.user, pk=pk)
+    return render(request, "simulation/prompttemplate_detail.html", {"template": template})
 
 
-@corpus_required
-def conversation_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
-    qs = _filtered(request)
-    if fmt == "jsonl":
-        response = StreamingHttpResponse(selectors.conversations_export_jsonl(qs), content_type="application/x-ndjson")
-    else:
-        response = StreamingHttpResponse(selectors.conversations_export_csv(qs), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="conversations.{fmt}"'
-    return response
-
-
-@corpus_required
-def persona_set_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "simulation/personaset_list.html", {"sets": selectors.persona_set_list_for_user(request.user)})
-
-
-@corpus_required
-def persona_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    persona_set = selectors.persona_set_get(request.user, pk=pk)
-    return render(request, "simulation/personaset_detail.html", {"persona_set": persona_set})
-
-
-@corpus_required
-def target_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "simulation/target_list.html", {"targets": selectors.target_list_for_user(request.user)})
-
-
-@import_required
-def target_create(request: HttpRequest) -> HttpResponse:
-    from django.contrib import messages
-    from django.shortcuts import redirect
-
-    from .forms import TargetForm
-    from .targets import target_create as create
-
-    form = TargetForm(request.POST or None)
-    error = None
+@run_required
+def prompt_template_new(request: HttpRequest) -> HttpResponse:
+    form = PromptTemplateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            target = create(**{k: v for k, v in form.cleaned_data.items() if v is not None})
-        except services.SimulationError as exc:
-            error = str(exc)
+            template, created = prompt_template_create(
+                kind=data["kind"], key=data["key"], text=data["text"], name=data["name"],
+                description=data["description"], created_by=request.user,
+            )
+        except TemplateError as exc:
+            form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Chatbot {target.code} added.")
-            return redirect("simulation:target-list")
-    return render(request, "simulation/target_form.html", {"form": form, "error": error}, status=400 if error else 200)
-
-
-@import_required
-def import_index(request: HttpRequest) -> HttpResponse:
-    return render(request, "simulation/import_index.html")
-
-
-@import_required
-def conversation_import(request: HttpRequest) -> HttpResponse:
-    form = ConversationImportForm(request.POST or None, request.FILES or None)
-    context: dict = {"form": form, "title": "Import conversations"}
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            files = read_upload(upload.name, upload)
-            result = services.conversations_import(
-                files=files,
-                fmt=form.cleaned_data["format"],
-                created_by=request.user,
-                dry_run=form.cleaned_data["dry_run"],
-            )
-            context["result"] = result.summary()
-            context["duplicates"] = result.duplicates
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-    return render(request, "simulation/import_form.html", context, status=400 if context.get("problems") else 200)
-
-
-@import_required
-def persona_import(request: HttpRequest) -> HttpResponse:
-    form = PersonaImportForm(request.POST or None, request.FILES or None)
-    context: dict = {"form": form, "title": "Import personas"}
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            (name, text), *_ = read_upload(upload.name, upload)
-            result = services.personas_import(
-                text=text,
-                file=name,
-                fmt=form.cleaned_data["format"],
-                key=form.cleaned_data["key"] or None,
-                name=form.cleaned_data["name"] or None,
-                valid_only=form.cleaned_data["valid_only"],
-                dry_run=form.cleaned_data["dry_run"],
-                created_by=request.user,
-            )
-            verb = "Checked" if form.cleaned_data["dry_run"] else ("Imported" if result.created else "Already present:")
-            target = f" as {result.persona_set}" if result.persona_set else ""
-            context["result"] = f"{verb} {result.imported_rows} of {result.total_rows} persona(s){target}."
-            context["skipped"] = result.skipped
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-    return render(request, "simulation/import_form.html", context, status=400 if context.get("problems") else 200)
+            verb = "Stored" if created else "Already stored as"
+            messages.success(request, f"{verb} {template.key} v{template.version}.")
+            return redirect("simulation:prompt-template-detail", pk=template.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "simulation/prompttemplate_form.html", {"form": form}, status=status)

@@ -7,7 +7,7 @@ import os
 import pytest
 from django.test import Client
 
-from annotation.roles import Role
+from core.roles import Role
 
 pytest_plugins = ["tests.support.fixtures"]
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import factory
 
-from simulation.models import Conversation, Message, Persona, PersonaSet, Target
+from corpus.models import Conversation, Message, Persona, PersonaSet, Target
 
 
 class PersonaSetFactory(factory.django.DjangoModelFactory):

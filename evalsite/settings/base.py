@@ -55,9 +55,12 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
-    "annotation",
+    # The layers, each importing only those above it in this list (docs/architecture.md).
+    "core",
+    "corpus",
     "simulation",
     "judging",
+    "annotation",
     "reports",
 ]
 
@@ -71,7 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "annotation.middleware.LoginRequiredEverywhereMiddleware",
+    "core.middleware.LoginRequiredEverywhereMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -88,7 +91,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "annotation.context_processors.navigation",
+                "core.context_processors.navigation",
             ],
         },
     },
@@ -158,7 +161,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "EXCEPTION_HANDLER": "annotation.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "evalsite API",
@@ -170,8 +173,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        "InstrumentKindEnum": "annotation.models.InstrumentKind",
-        "TargetKindEnum": "simulation.models.Target.Kind",
+        "InstrumentKindEnum": "corpus.models.InstrumentKind",
+        "TargetKindEnum": "corpus.models.Target.Kind",
         "SimulationBatchStatusEnum": "simulation.models.SimulationBatch.Status",
         "SimulationRunStatusEnum": "simulation.models.SimulationRun.Status",
         "SimulationPromptKindEnum": "simulation.models.PromptTemplate.Kind",

@@ -11,7 +11,7 @@ import os
 
 import dj_database_url
 
-from .base import *  # noqa: F403
+from evalsite.settings.base import *  # noqa: F403
 
 SECRET_KEY = "integration-only-secret-key-not-used-anywhere-else-0123456789"
 DATABASES = {

@@ -10,8 +10,8 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import *  # noqa: F403
-from .base import env_bool
+from evalsite.settings.base import *  # noqa: F403
+from evalsite.settings.base import env_bool
 
 DEBUG = False
 if not os.environ.get("DJANGO_SECRET_KEY"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import *  # noqa: F403
+from evalsite.settings.base import *  # noqa: F403
 
 DEBUG = False
 SECRET_KEY = "test-only-secret-key-not-used-anywhere-else-0123456789"

@@ -9,10 +9,7 @@ Importing this package is cheap; litellm is imported on the first call.
 from simulation.llm.cache import DictCache, ResponseCache, request_hash
 from simulation.llm.client import (
     DEFAULT_RETRY,
-    KINDS,
     NO_RETRY,
-    LLMError,
-    LLMResult,
     ModelSpec,
     RetryPolicy,
     chat,
@@ -24,6 +21,7 @@ from simulation.llm.ratelimit import (
     RedisRateLimiter,
     limiter_for,
 )
+from simulation.llm.results import KINDS, LLMError, LLMResult
 
 __all__ = [
     "DEFAULT_RETRY",

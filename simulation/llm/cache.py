@@ -6,10 +6,9 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from simulation.llm.client import LLMResult
+from simulation.llm.results import LLMResult
 
 
 def request_hash(

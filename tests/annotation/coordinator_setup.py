@@ -14,8 +14,9 @@ from annotation.models import (
     RatingStatus,
     Study,
 )
-from annotation.roles import Role
-from annotation.services import builtin_instruments_load, study_create
+from annotation.studies.services import study_create
+from core.roles import Role
+from corpus.instruments.services import builtin_instruments_load
 from tests.conftest import make_user
 from tests.factories import ConversationFactory
 

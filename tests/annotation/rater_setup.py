@@ -5,14 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from annotation.models import Assignment, AssignmentStatus, Instrument, Study
-from annotation.services import (
-    builtin_instruments_load,
-    instrument_import,
-    study_assign,
-    study_create,
-)
-from simulation.models import Message, Persona, Target
+from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.studies.services import study_assign, study_create
+from corpus.instruments.services import builtin_instruments_load, instrument_import
+from corpus.models import Instrument, Message, Persona, Target
 from tests.factories import ConversationFactory, PersonaFactory, TargetFactory
 
 RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
@@ -122,7 +118,7 @@ SECTION_ANSWERS = {
 
 def answer_everything(assignment: Assignment, user: Any) -> None:
     """Give every required AMHART and section answer through the service."""
-    from annotation.services import rating_save_answer
+    from annotation.rating.services import rating_save_answer
 
     for key, value in AMHART_ANSWERS.items():
         rating_save_answer(assignment_id=assignment.pk, user=user, part="main", item_key=key, value=value)

@@ -8,14 +8,14 @@ from django.urls import reverse
 from tests.conftest import client_for
 
 CORPUS_PAGES = [
-    "simulation:conversation-list",
-    "simulation:persona-set-list",
-    "simulation:target-list",
-    "simulation:import-index",
-    "simulation:import-conversations",
-    "simulation:import-personas",
-    "annotation:instrument-list",
-    "annotation:import-instruments",
+    "corpus:conversation-list",
+    "corpus:persona-set-list",
+    "corpus:target-list",
+    "corpus:import-index",
+    "corpus:import-conversations",
+    "corpus:import-personas",
+    "corpus:instrument-list",
+    "corpus:import-instruments",
 ]
 API_ENDPOINTS = [
     "/api/v1/conversations/",

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from annotation.assignment import (
+from annotation.studies.assignment import (
     AssignmentDesignError,
     RaterSlot,
     pair_overlap,

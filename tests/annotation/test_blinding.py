@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import ConsensusLabel, ConsensusProvenance
-from annotation.services import rating_save_answer
+from annotation.rating.services import rating_save_answer
 from tests.conftest import client_for
 
 from .rater_setup import SECRETS, answer_everything, first_assignment, flow_instrument, make_study

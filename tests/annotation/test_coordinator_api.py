@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.authtoken.models import Token
 
+from annotation.consensus.services import study_compute_consensus
 from annotation.models import AssignmentStatus, MemberRole, Study, StudyMembership
-from annotation.roles import Role
-from annotation.services import study_assign, study_compute_consensus
+from annotation.studies.services import study_assign
+from core.roles import Role
 from tests.annotation.coordinator_setup import clinicians, instruments, make_study, submit
 from tests.conftest import client_for, make_user
 from tests.factories import ConversationFactory, TargetFactory

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.consensus.services import study_compute_consensus
 from annotation.models import (
     AssignmentStatus,
     ConsensusProvenance,
@@ -19,8 +20,8 @@ from annotation.models import (
     Study,
     StudyMembership,
 )
-from annotation.roles import Role
-from annotation.services import study_assign, study_compute_consensus
+from annotation.studies.services import study_assign
+from core.roles import Role
 from tests.annotation.coordinator_setup import (
     all_items,
     clinicians,
@@ -463,7 +464,8 @@ def test_progress_csv_queries_do_not_grow_with_the_study(coordinator, django_ass
 
 def test_a_coordinator_gives_a_researcher_read_access_to_the_results(db, coordinator, researcher, outsider, clinician):
     from annotation.models import MemberRole
-    from annotation.services import builtin_instruments_load, study_create
+    from annotation.studies.services import study_create
+    from corpus.instruments.services import builtin_instruments_load
     from tests.conftest import client_for
     from tests.factories import ConversationFactory
 

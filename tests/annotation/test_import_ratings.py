@@ -10,15 +10,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from annotation.consensus.services import study_compute_consensus
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus, StudyMembership
-from annotation.problems import ImportRejected
-from annotation.services import (
-    instrument_import,
-    study_assign,
-    study_compute_consensus,
-    study_create,
-)
-from annotation.services.coordinator_extra import ratings_import
+from annotation.studies.ratings_import import ratings_import
+from annotation.studies.services import study_assign, study_create
+from core.problems import ImportRejected
+from corpus.instruments.services import instrument_import
 from tests.annotation.coordinator_setup import make_study, submit
 from tests.conftest import client_for, make_user
 from tests.factories import ConversationFactory

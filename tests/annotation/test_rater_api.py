@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
-from annotation.services import rating_submit
+from annotation.rating.services import rating_submit
 from tests.conftest import client_for
 
 from .rater_setup import answer_everything, first_assignment, flow_instrument, make_study
@@ -171,7 +171,7 @@ def test_no_one_but_the_assigned_rater_reaches_an_assignment(clinician, clinicia
 
 
 def test_a_withdrawn_assignment_is_gone_for_its_former_rater(clinician, clinician2, coordinator):
-    from annotation.services import assignment_reassign
+    from annotation.studies.services import assignment_reassign
 
     study = make_study([clinician, clinician2], n=2, k=1, coordinator=coordinator)
     mine = first_assignment(study, clinician)

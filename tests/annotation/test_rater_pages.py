@@ -9,7 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import AssignmentStatus, Rating, RatingStatus
-from annotation.services import assignment_reassign, rating_save_answer, rating_submit
+from annotation.rating.services import rating_save_answer, rating_submit
+from annotation.studies.services import assignment_reassign
 from tests.conftest import client_for
 
 from .rater_setup import answer_everything, first_assignment, flow_instrument, make_study

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
 from annotation.models import MemberRole, Study
-from simulation.models import Conversation, Target
+from corpus.models import Conversation, Target
 
 
 @override_settings(DEBUG=True)

@@ -6,6 +6,8 @@ from collections import Counter
 
 import pytest
 
+from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
+from annotation.errors import AnnotationError
 from annotation.models import (
     AssignmentStatus,
     ConsensusLabel,
@@ -14,13 +16,10 @@ from annotation.models import (
     StudyEvent,
     TiePolicy,
 )
-from annotation.services import (
-    AnnotationError,
+from annotation.studies.services import (
     assignment_reassign,
-    consensus_adjudicate,
     study_add_rater,
     study_assign,
-    study_compute_consensus,
     study_create,
     study_remove_rater,
 )

@@ -8,9 +8,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from annotation.consensus.services import study_compute_consensus
 from annotation.models import AssignmentStatus, Study
-from annotation.roles import Role
-from annotation.services import study_assign, study_compute_consensus
+from annotation.studies.services import study_assign
+from core.roles import Role
 from tests.annotation.coordinator_setup import all_items, instruments, make_study, submit
 from tests.browser.conftest import log_in, screenshot
 from tests.conftest import PASSWORD, make_user

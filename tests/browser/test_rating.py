@@ -95,7 +95,7 @@ def test_submit_names_what_is_missing_and_a_conflict_offers_a_reload(page, clini
     assert "18 required questions unanswered" in problems.inner_text()
     assert page.evaluate("document.activeElement.id") == "item-main-amhart_02"
 
-    from annotation.services import rating_save_answer
+    from annotation.rating.services import rating_save_answer
 
     rating_save_answer(assignment_id=assignment.pk, user=clinician, part="main", item_key="amhart_03", value="no")
     press(page, "n")  # answers item 2 from a page that no longer has the latest revision

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from annotation.services import builtin_instruments_load
+from corpus.instruments.services import builtin_instruments_load
 from judging import services
 from judging.models import EnsembleLabel, JudgeLabel, JudgeRun, RunStatus
 from judging.tasks import judge_result_task

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from corpus.models import Message, Target
+from corpus.personas.services import builtin_personas_load
 from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
-from simulation.models import Message, SimulationBatch, SimulationRun, Target
-from simulation.services import builtin_personas_load
+from simulation.models import SimulationBatch, SimulationRun
 from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from simulation.models import Conversation
+from corpus.models import Conversation
 from simulation.tasks import conversation_check_integrity_task
 from tests.factories import ConversationFactory
 

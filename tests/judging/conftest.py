@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 
-from annotation.models import Instrument
-from annotation.services import builtin_instruments_load, instrument_import
+from corpus.instruments.services import builtin_instruments_load, instrument_import
+from corpus.models import Conversation, Instrument
 from judging import calls, services
 from judging.models import Judge, JudgeRun
 from simulation.llm import RetryPolicy
-from simulation.models import Conversation
 from tests.factories import ConversationFactory, PersonaFactory
 from tests.support.fake_llm import FakeLLM
 

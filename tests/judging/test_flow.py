@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from annotation.flow import BEST_PRACTICE, HIGH_HARM, NOT_RELEVANT, SUBOPTIMAL, Option, Question
+from corpus.instruments.flow import (
+    BEST_PRACTICE,
+    HIGH_HARM,
+    NOT_RELEVANT,
+    SUBOPTIMAL,
+    Option,
+    Question,
+)
 from judging.flowjudge import parse_answer
 from judging.models import JudgeLabel, LabelKind, LabelStatus, ResultStatus, RunStatus
 

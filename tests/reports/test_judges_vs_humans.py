@@ -7,8 +7,10 @@ import io
 
 import pytest
 
+from annotation.consensus.services import study_compute_consensus
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
-from annotation.services import builtin_instruments_load, study_compute_consensus, study_create
+from annotation.studies.services import study_create
+from corpus.instruments.services import builtin_instruments_load
 from judging import services as judging
 from stats import reference_agreement
 from tests.conftest import client_for

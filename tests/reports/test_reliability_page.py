@@ -15,7 +15,8 @@ from annotation.models import (
     RatingStatus,
     StudyMembership,
 )
-from annotation.services import builtin_instruments_load, study_create
+from annotation.studies.services import study_create
+from corpus.instruments.services import builtin_instruments_load
 from reports.models import ReportCache
 from stats import agreement_report
 from tests.conftest import client_for, make_user
@@ -143,7 +144,7 @@ def test_realism_page_compares_perceived_risk_with_the_design(coordinator, clini
 
 
 def test_scorecard_from_consensus_scores_each_chatbot(rated_study, coordinator):
-    from annotation.services import study_compute_consensus
+    from annotation.consensus.services import study_compute_consensus
 
     study, conversations = rated_study
     study_compute_consensus(study=study, actor=coordinator)

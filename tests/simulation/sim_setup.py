@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from corpus.models import Conversation, Message, PersonaSet, Target
 from simulation.batches import BatchSpec, UserAgent
-from simulation.models import Conversation, Message, PersonaSet, SimulationBatch, Target
+from simulation.models import SimulationBatch
 from tests.support.fake_llm import FakeLLM
 
 KEY_ENV = "EVALSITE_TEST_SIM_KEY"

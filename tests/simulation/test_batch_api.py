@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from corpus.personas.services import builtin_personas_load
 from simulation.batches import simulation_batch_create
 from simulation.models import PromptTemplate, SimulationBatch
-from simulation.services import builtin_personas_load
 from tests.simulation.sim_setup import (  # noqa: F401
     KEY_ENV,
     SECRET,

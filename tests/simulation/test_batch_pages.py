@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from corpus.personas.services import builtin_personas_load
 from simulation.batches import simulation_batch_create
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
-from simulation.services import builtin_personas_load
 from tests.conftest import client_for
 from tests.simulation.sim_setup import KEY_ENV, amhart_spec, make_target, simulation_environment  # noqa: F401
 

@@ -7,8 +7,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from corpus.personas.services import builtin_personas_load
 from simulation.models import SimulationBatch, SimulationRun
-from simulation.services import builtin_personas_load
 from tests.simulation.sim_setup import KEY_ENV, make_target, simulation_environment  # noqa: F401
 
 

@@ -7,14 +7,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from corpus.models import Message
+from corpus.personas.services import builtin_personas_load
 from simulation import run_state, simulate
 from simulation.batches import (
     simulation_batch_cancel,
     simulation_batch_create,
     simulation_batch_resume,
 )
-from simulation.models import Message, SimulationBatch, SimulationRun
-from simulation.services import builtin_personas_load, conversation_check_integrity
+from simulation.models import SimulationBatch, SimulationRun
+from simulation.run_checks import conversation_check_integrity
 from simulation.tasks import simulation_run_task
 from tests.simulation.sim_setup import (
     SECRET,

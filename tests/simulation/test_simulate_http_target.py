@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from corpus.models import Target
+from corpus.personas.services import builtin_personas_load
+from corpus.targets.http_config import header_problems
 from simulation.batches import simulation_batch_create
-from simulation.http_target import extract, fill, header_problems
-from simulation.models import SimulationRun, Target
-from simulation.services import SimulationError, builtin_personas_load
+from simulation.errors import SimulationError
+from simulation.http_target import extract, fill
+from simulation.models import SimulationRun
 from simulation.tasks import simulation_run_task
 from tests.simulation.sim_setup import amhart_spec, simulation_environment, transcript  # noqa: F401
 

@@ -8,9 +8,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
+from corpus.models import Target
 from simulation import offline_model
-from simulation.models import Target
-from simulation.services import SimulationError
+from simulation.errors import SimulationError
 
 
 @pytest.fixture

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from corpus.models import Conversation
+from corpus.personas.services import builtin_personas_load, personas_import
 from simulation.batches import simulation_batch_create
-from simulation.models import Conversation, PromptTemplate, SimulationBatch, SimulationRun
-from simulation.services import builtin_personas_load, personas_import
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from tests.simulation.sim_setup import (
     KEY_ENV,
     SECRET,
@@ -125,7 +126,7 @@ def test_a_vera_batch_counts_messages_prefixes_the_reminder_and_stops_at_the_end
 
 
 def test_vera_turns_must_leave_the_chatbot_the_last_word(fake_llm):
-    from simulation.services import SimulationError
+    from simulation.errors import SimulationError
 
     persona_set = _vera_set()
     target = make_target(fake_llm)

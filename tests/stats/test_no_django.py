@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = """
 import importlib, pkgutil, sys
-import stats as stats
+import stats
 names = [m.name for m in pkgutil.iter_modules(stats.__path__)]
 for name in names:
     importlib.import_module(f"stats.{name}")

@@ -6,10 +6,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.management.importing import run_import
 from annotation.models import Study
-from annotation.services.coordinator_extra import ratings_import
-from simulation.uploads import read_path
+from annotation.studies.ratings_import import ratings_import
+from core.management.importing import run_import
+from core.uploads import read_path
 
 
 class Command(BaseCommand):

@@ -8,11 +8,13 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from annotation.models import Instrument, Study
-from annotation.roles import Role
-from annotation.services import builtin_instruments_load, study_assign, study_create
-from simulation.models import Conversation
-from simulation.services import builtin_personas_load, demo_conversations_load
+from annotation.models import Study
+from annotation.studies.services import study_assign, study_create
+from core.roles import Role
+from corpus.conversations.services import demo_conversations_load
+from corpus.instruments.services import builtin_instruments_load
+from corpus.models import Conversation, Instrument
+from corpus.personas.services import builtin_personas_load
 
 # Demo accounts only: the command refuses to run with DEBUG off unless --force.
 DEMO_USERS = [

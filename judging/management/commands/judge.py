@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.models import Instrument
+from corpus.models import Instrument
 from judging import selectors, services
 from judging.errors import JudgingError
 from judging.models import Judge, JudgeRun, PromptTemplate

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from simulation.errors import SimulationError
 from simulation.offline_model import (
     DEFAULT_PORT,
     KEY_ENV,
@@ -17,7 +18,6 @@ from simulation.offline_model import (
     offline_target_register,
     server_command,
 )
-from simulation.services import SimulationError
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from simulation.batch_selectors import batch_progress
+from corpus.models import PersonaSet, Target
 from simulation.batches import (
     BatchSpec,
     UserAgent,
@@ -18,9 +18,10 @@ from simulation.batches import (
     simulation_batch_resume,
     simulation_runs_recover,
 )
-from simulation.models import PersonaSet, PromptTemplate, SimulationBatch, SimulationRun, Target
+from simulation.errors import SimulationError
+from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.prompts import prompt_templates_ensure_builtin
-from simulation.services import SimulationError
+from simulation.selectors import batch_progress
 from simulation.simulate import simulation_runs_execute_inline
 
 

@@ -1,0 +1,216 @@
+"""Reads of a study's consensus for coordinators: the table, the adjudication queue, one case.
+
+The study is access-checked by ``coordinator_selectors.study_get_for_coordinator`` before any
+of these run. Each function runs a fixed number of queries, whatever the size of the study.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.http import Http404
+
+from annotation.consensus.services import SECTION_SCALES, rating_labels
+from annotation.models import (
+    AssignmentStatus,
+    ConsensusLabel,
+    ConsensusProvenance,
+    MemberRole,
+    Rating,
+    RatingStatus,
+    Study,
+)
+from corpus.instruments.flow import LABELS as FLOW_LABELS
+from corpus.models import Conversation, InstrumentKind, Item, Message
+
+
+@dataclass(frozen=True)
+class ConsensusItem:
+    key: str  # as stored in ConsensusLabel.item_key ("section:" prefix for the section)
+    short: str
+    text: str
+    allowed: tuple[str, ...]
+
+
+def consensus_items(study: Study) -> list[ConsensusItem]:
+    """Return the items a consensus is computed for, in form order (flows: one per dimension)."""
+    items: list[ConsensusItem] = []
+    main = list(study.instrument.items.order_by("position"))
+    if study.instrument.kind == InstrumentKind.FLOW:
+        for dimension in dict.fromkeys(i.domain for i in main):
+            items.append(ConsensusItem(dimension, _initials(dimension), dimension, FLOW_LABELS))
+    else:
+        items.extend(ConsensusItem(i.key, i.number or i.key, i.text, tuple(i.allowed_labels())) for i in main)
+    if study.section is not None:
+        for i in study.section.items.filter(scale__in=SECTION_SCALES).order_by("position"):
+            items.append(ConsensusItem(f"section:{i.key}", i.key.replace("_", " "), i.text, tuple(i.allowed_labels())))
+    return items
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= 9 else _initials(label)
+
+
+def _initials(text: str) -> str:
+    return "".join(word[0] for word in text.split() if word[:1].isalpha()).upper() or text
+
+
+@dataclass(frozen=True)
+class ConsensusRow:
+    conversation: Conversation
+    cells: list[ConsensusLabel | None]
+
+
+@dataclass(frozen=True)
+class ConsensusTable:
+    items: list[ConsensusItem]
+    rows: list[ConsensusRow]
+    counts: dict[str, int]
+    provenances: list[tuple[str, str, int]]  # (value, label, count)
+
+
+def consensus_table(study: Study) -> ConsensusTable:
+    """Return the consensus as a conversation x item matrix, with counts per provenance."""
+    items = consensus_items(study)
+    entries = list(study.consensus.select_related("conversation__target", "conversation__persona"))
+    known = {i.key for i in items}
+    for key in sorted({e.item_key for e in entries} - known):
+        items.append(ConsensusItem(key, key, key, ()))
+    column = {item.key: n for n, item in enumerate(items)}
+    by_conversation: dict[int, list[ConsensusLabel | None]] = {}
+    conversations: dict[int, Conversation] = {}
+    for entry in entries:
+        entry.short = _short(entry.label)  # type: ignore[attr-defined]
+        conversations[entry.conversation_id] = entry.conversation
+        cells = by_conversation.setdefault(entry.conversation_id, [None] * len(items))
+        cells[column[entry.item_key]] = entry
+    rows = [ConsensusRow(conversations[cid], cells) for cid, cells in by_conversation.items()]
+    rows.sort(key=lambda r: r.conversation.code)
+    counts = Counter(e.provenance for e in entries)
+    legend = [(value, label, counts.get(value, 0)) for value, label in ConsensusProvenance.choices]
+    return ConsensusTable(items, rows, dict(counts), legend)
+
+
+def consensus_entries(study: Study) -> QuerySet[ConsensusLabel]:
+    """Return every consensus label of the study with its conversation (for lists and CSV)."""
+    return study.consensus.select_related("conversation", "adjudicated_by").order_by("conversation__code", "item_key")
+
+
+def consensus_csv_rows(study: Study) -> tuple[list[str], list[list[Any]]]:
+    """Return the consensus in long form: one row per conversation x item."""
+    header = ["conversation", "external_id", "item", "label", "provenance", "n_ratings", "votes",
+              "disagreement", "adjudicated_by", "reason"]
+    rows = [
+        [e.conversation.code, e.conversation.external_id, e.item_key, e.label, e.provenance, e.n_ratings,
+         "; ".join(f"{k}={v}" for k, v in sorted(e.votes.items())), e.disagreement,
+         e.adjudicated_by.get_username() if e.adjudicated_by else "", e.reason]
+        for e in consensus_entries(study)
+    ]
+    return header, rows
+
+
+def adjudication_queue(study: Study) -> QuerySet[ConsensusLabel]:
+    """Return the labels waiting for an adjudicator: unresolved first, then most disputed."""
+    unresolved_first = Case(When(provenance=ConsensusProvenance.UNRESOLVED, then=Value(0)), default=Value(1),
+                            output_field=IntegerField())
+    return (
+        study.consensus.exclude(provenance=ConsensusProvenance.ADJUDICATED)
+        .filter(disagreement__gt=0)
+        .select_related("conversation")
+        .annotate(unresolved_first=unresolved_first)
+        .order_by("unresolved_first", "-disagreement", "conversation__code", "item_key")
+    )
+
+
+def adjudicated_entries(study: Study) -> QuerySet[ConsensusLabel]:
+    """Return the labels already adjudicated, latest first."""
+    return (
+        study.consensus.filter(provenance=ConsensusProvenance.ADJUDICATED)
+        .select_related("conversation", "adjudicated_by")
+        .order_by("-updated_at")
+    )
+
+
+@dataclass(frozen=True)
+class RaterAnswer:
+    username: str
+    rater_label: str
+    is_senior: bool
+    label: str
+    note: str
+    path: list[tuple[str, str, str]]  # flows: (question id, answer, note) within the dimension
+
+
+@dataclass(frozen=True)
+class AdjudicationCase:
+    entry: ConsensusLabel
+    item: ConsensusItem
+    answers: list[RaterAnswer]
+    messages: list[Message]
+
+
+def adjudication_case(study: Study, *, consensus_id: int) -> AdjudicationCase:
+    """Return one consensus label with every rater's answer (name, label, note) and the transcript."""
+    entry = study.consensus.select_related("conversation__target", "conversation__persona").filter(pk=consensus_id).first()
+    if entry is None:
+        raise Http404("not found")
+    item = next((i for i in consensus_items(study) if i.key == entry.item_key), None) or ConsensusItem(
+        entry.item_key, entry.item_key, entry.item_key, ()
+    )
+    members = {
+        m.user_id: m for m in study.memberships.filter(role=MemberRole.RATER)
+    }
+    ratings = (
+        Rating.objects.filter(
+            assignment__study=study, assignment__conversation_id=entry.conversation_id,
+            assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
+        )
+        .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
+        .select_related("assignment__rater")
+        .order_by("assignment__rater__username")
+    )
+    dimension_of: dict[str, str] = {}
+    if study.instrument.kind == InstrumentKind.FLOW:
+        dimension_of = dict(Item.objects.filter(instrument=study.instrument).values_list("key", "domain"))
+    answers = []
+    for rating in ratings:
+        member = members.get(rating.assignment.rater_id)
+        label = rating_labels(study, rating).get(entry.item_key, "")
+        answers.append(
+            RaterAnswer(
+                username=rating.assignment.rater.get_username(),
+                rater_label=member.rater_label if member else "",
+                is_senior=bool(member and member.is_senior),
+                label=label,
+                note=_note(rating, entry.item_key),
+                path=_dimension_path(rating, entry.item_key, dimension_of),
+            )
+        )
+    messages = list(entry.conversation.messages.order_by("turn_index"))
+    return AdjudicationCase(entry, item, answers, messages)
+
+
+def _note(rating: Rating, item_key: str) -> str:
+    part, key = ("section", item_key.split(":", 1)[1]) if item_key.startswith("section:") else ("main", item_key)
+    return str(rating.answers.get(part, {}).get(key, {}).get("note", ""))
+
+
+def _dimension_path(rating: Rating, dimension: str, dimension_of: dict[str, str]) -> list[tuple[str, str, str]]:
+    if not dimension_of:
+        return []
+    main = rating.answers.get("main", {})
+    return [
+        (qid, answer, str(main.get(qid, {}).get("note", "")))
+        for qid, answer in (rating.derived or {}).get("path", [])
+        if dimension_of.get(qid) == dimension
+    ]
+
+
+def adjudication_labels(case: AdjudicationCase) -> list[str]:
+    """Return the labels an adjudicator may choose: the item's labels, then any other voted label."""
+    labels = list(case.item.allowed)
+    labels += [label for label in case.entry.votes if label not in labels]
+    return labels

@@ -1,3 +1,0 @@
-from simulation.forms import InstrumentImportForm
-
-__all__ = ["InstrumentImportForm"]

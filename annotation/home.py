@@ -1,0 +1,21 @@
+"""The studies section of the home page: a rater's studies, and the studies a user manages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from annotation.studies.selectors import study_list_for_rater, study_list_for_user
+from core.roles import Role
+
+
+def home_studies(request: HttpRequest, roles: frozenset[str]) -> dict[str, Any] | None:
+    """Return the studies shown on the home page for this user's roles."""
+    context: dict[str, Any] = {
+        "rater_studies": list(study_list_for_rater(request.user)) if Role.CLINICIAN in roles else None,
+        "managed_studies": list(study_list_for_user(request.user))
+        if roles & {Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN}
+        else [],
+    }
+    return context if context["rater_studies"] is not None or context["managed_studies"] else None

@@ -1,0 +1,392 @@
+"""Reads for raters: their own queue, one of their assignments, and the BLINDED conversation.
+
+Blinding is a security property. Everything a rater's page or API response shows comes
+from the small dataclasses built here, which carry the pseudonymous conversation code, the
+user and chatbot messages (role, content, turn) and the rater's own answers, and nothing
+else: no target, persona, metadata, judge output or other rater's answers. System messages
+are left out too, since a target's system prompt may name the chatbot.
+
+Access: an assignment is found only among the current user's non-withdrawn assignments;
+anything else is a 404, whoever asks. Every function runs a fixed number of queries whatever
+the size of the study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    MemberRole,
+    Rating,
+    RatingStatus,
+    StudyMembership,
+)
+from annotation.rating.services import calibration_feedback
+from corpus.instruments.flow import Flow, FlowError, walk
+from corpus.models import InstrumentKind, Item, Message, Scale
+
+SHOWN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+LETTERS = {"yes": "y", "no": "n", "n/a": "a"}
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One assignment in a rater's queue, as the dashboard and the list API show it."""
+
+    id: int
+    study_id: int
+    study_name: str
+    code: str
+    sensitive: bool
+    is_calibration: bool
+    position: int
+    status: str
+    locked: bool
+
+    @property
+    def status_label(self) -> str:
+        """Return the status in words."""
+        return "Locked until calibration is done" if self.locked else AssignmentStatus(self.status).label
+
+
+@dataclass
+class StudyQueue:
+    """A rater's assignments in one study, in their own randomised order (calibration first)."""
+
+    study_id: int
+    name: str
+    instrument_name: str
+    entries: list[QueueEntry] = field(default_factory=list)
+    calibration_pending: bool = False
+
+    def count(self, status: str) -> int:
+        """Return how many entries have this status."""
+        return sum(1 for e in self.entries if e.status == status)
+
+    @property
+    def done(self) -> int:
+        return self.count(AssignmentStatus.SUBMITTED)
+
+    @property
+    def in_progress(self) -> int:
+        return self.count(AssignmentStatus.IN_PROGRESS)
+
+    @property
+    def not_started(self) -> int:
+        return self.count(AssignmentStatus.NOT_STARTED)
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / len(self.entries)) if self.entries else 0
+
+    @property
+    def next_entry(self) -> QueueEntry | None:
+        """Return the first unfinished, unlocked assignment in the rater's order."""
+        return next((e for e in self.entries if e.status != AssignmentStatus.SUBMITTED and not e.locked), None)
+
+
+QUEUE_FIELDS = (
+    "id", "study_id", "is_calibration", "position", "status", "study__name",
+    "study__calibration_required", "study__instrument__name", "conversation__code", "conversation__sensitive",
+)
+
+
+def rater_queues(user: AbstractBaseUser | AnonymousUser) -> list[StudyQueue]:
+    """Return the rater's studies, each with its assignments and progress (two queries)."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    queues: dict[int, StudyQueue] = {}
+    memberships = (
+        StudyMembership.objects.filter(user_id=user.pk, role=MemberRole.RATER, active=True)
+        .values_list("study_id", "study__name", "study__instrument__name")
+        .order_by("study_id")
+    )
+    for study_id, name, instrument_name in memberships:
+        queues[study_id] = StudyQueue(study_id, name, instrument_name)
+    # Plain tuples, not model instances: a rater may hold hundreds of assignments.
+    rows = list(
+        Assignment.objects.filter(rater_id=user.pk)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .order_by("study_id", "-is_calibration", "position", "id")
+        .values_list(*QUEUE_FIELDS)
+    )
+    pending = {
+        study_id
+        for _, study_id, is_cal, _, status, _, required, *_ in rows
+        if is_cal and required and status != AssignmentStatus.SUBMITTED
+    }
+    for pk, study_id, is_cal, position, status, name, _, instrument_name, code, sensitive in rows:
+        queue = queues.setdefault(study_id, StudyQueue(study_id, name, instrument_name))
+        queue.calibration_pending = study_id in pending
+        queue.entries.append(
+            QueueEntry(
+                id=pk, study_id=study_id, study_name=name, code=code, sensitive=sensitive,
+                is_calibration=is_cal, position=position, status=status,
+                locked=study_id in pending and not is_cal,
+            )
+        )
+    return sorted(queues.values(), key=lambda q: -q.study_id)
+
+
+def rater_queue_entries(user: AbstractBaseUser | AnonymousUser) -> list[QueueEntry]:
+    """Return every assignment of the rater, study by study, in the rater's order."""
+    return [entry for queue in rater_queues(user) for entry in queue.entries]
+
+
+def assignment_get_for_rater(user: AbstractBaseUser | AnonymousUser, assignment_id: int) -> Assignment:
+    """Return one of the user's own non-withdrawn assignments; anything else is a 404."""
+    if not getattr(user, "is_authenticated", False):
+        raise Http404("not found")
+    assignment = (
+        Assignment.objects.filter(pk=assignment_id, rater_id=user.pk)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .select_related("study__instrument", "study__section", "conversation")
+        .first()
+    )
+    if assignment is None:
+        raise Http404("not found")
+    return assignment
+
+
+@dataclass(frozen=True)
+class BlindedMessage:
+    turn: int  # 1-based position among the user and chatbot messages
+    role: str  # "user" or "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class BlindedConversation:
+    """What a rater may see of a conversation: its pseudonymous code and its messages."""
+
+    code: str
+    sensitive: bool
+    messages: list[BlindedMessage]
+
+
+def conversation_get_blinded(assignment: Assignment) -> BlindedConversation:
+    """Return the blinded view of an assignment's conversation (one query)."""
+    rows = (
+        Message.objects.filter(conversation_id=assignment.conversation_id, role__in=SHOWN_ROLES)
+        .order_by("turn_index")
+        .values_list("role", "content")
+    )
+    messages = [BlindedMessage(turn, role, content) for turn, (role, content) in enumerate(rows, start=1)]
+    return BlindedConversation(assignment.conversation.code, assignment.conversation.sensitive, messages)
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str
+    label: str
+    n: int  # 1-based; the digit shortcut
+    letter: str  # "y", "n", "a" or ""
+
+
+@dataclass
+class FormItem:
+    """One question of the form with the rater's current answer."""
+
+    part: str
+    key: str
+    number: str
+    domain: str
+    text: str
+    scale: str
+    choices: list[Choice]
+    help: dict[str, Any]
+    applicability: str
+    examples: str
+    required: bool
+    value: str = ""
+    note: str = ""
+    state: str = ""  # question flows: "answered", "current" or "off" (not on the path)
+
+    @property
+    def dom_id(self) -> str:
+        return f"item-{self.part}-{self.key}"
+
+    @property
+    def is_text(self) -> bool:
+        return self.scale == Scale.TEXT
+
+    @property
+    def value_label(self) -> str:
+        return next((c.label for c in self.choices if c.value == self.value), self.value)
+
+    @property
+    def has_help(self) -> bool:
+        return any(self.help.get(k) for k in ("guidance", "counts", "does_not_count")) or bool(self.applicability)
+
+
+def _choices(item: Item) -> list[Choice]:
+    labels = item.allowed_labels()
+    if item.scale in (Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN):
+        shown = {"yes": "Yes", "no": "No", "N/A": "N/A"}
+        return [Choice(v, shown.get(v, v), n, LETTERS.get(v.casefold(), "")) for n, v in enumerate(labels, 1)]
+    if item.scale == Scale.ORDINAL_1_5:
+        scale = {str(k): str(v) for k, v in (item.scale_labels or {}).items()}
+        return [Choice(v, f"{v} · {scale[v]}" if v in scale else v, n, "") for n, v in enumerate(labels, 1)]
+    return [Choice(v, v, n, LETTERS.get(v.casefold(), "")) for n, v in enumerate(labels, 1)]
+
+
+def _form_item(item: Item, part: str, answers: dict[str, dict]) -> FormItem:
+    entry = answers.get(part, {}).get(item.key, {})
+    return FormItem(
+        part=part, key=item.key, number=item.number, domain=item.domain, text=item.text, scale=item.scale,
+        choices=_choices(item), help=item.help or {}, applicability=item.applicability,
+        examples=item.examples, required=item.required, value=str(entry.get("value", "")),
+        note=str(entry.get("note", "")),
+    )
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """Where the rater's answers lead in a question flow."""
+
+    path: list[tuple[str, str]]
+    next_question: str | None
+    finished: bool
+    labels: dict[str, str]
+    ended_by: str
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": [{"question": q, "answer": a} for q, a in self.path],
+            "next_question": self.next_question,
+            "finished": self.finished,
+            "labels": self.labels,
+            "ended_by": self.ended_by,
+            "error": self.error,
+        }
+
+
+def flow_state(flow: dict[str, Any] | None, answers: dict[str, dict]) -> FlowState:
+    """Walk the rater's main answers through the flow (no queries)."""
+    given = {k: str(v.get("value", "")) for k, v in answers.get("main", {}).items()}
+    try:
+        result = walk(Flow.from_dict(flow or {"questions": []}), given)
+    except FlowError as exc:
+        return FlowState([], None, False, {}, "", str(exc))
+    return FlowState(
+        [(s.question_id, s.answer) for s in result.path], result.next_question, result.finished,
+        dict(result.labels), result.ended_by,
+    )
+
+
+@dataclass
+class RatingPage:
+    """Everything the rating page (and the detail API) shows for one assignment."""
+
+    assignment: Assignment
+    conversation: BlindedConversation
+    instrument_name: str
+    instrument_kind: str
+    main_items: list[FormItem]
+    section_items: list[FormItem]
+    answers: dict[str, dict]
+    revision: int
+    rating_status: str
+    submitted_at: datetime | None
+    derived: dict[str, Any]
+    flow: FlowState | None
+    revisions: list[dict[str, Any]]
+    feedback: list[dict[str, Any]]
+    queue: QueuePosition
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.rating_status == RatingStatus.SUBMITTED
+
+    @property
+    def is_flow(self) -> bool:
+        return self.instrument_kind == InstrumentKind.FLOW
+
+    @property
+    def items(self) -> list[FormItem]:
+        return [*self.main_items, *self.section_items]
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    position: int  # 1-based, in the rater's order for this study
+    total: int
+    next_id: int | None  # the next unfinished assignment after this one (wrapping around)
+    locked: bool  # main assignment while calibration is pending
+
+
+def _queue_position(assignment: Assignment) -> QueuePosition:
+    order = list(
+        Assignment.objects.filter(study_id=assignment.study_id, rater_id=assignment.rater_id)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .order_by("-is_calibration", "position", "id")
+        .values_list("id", "status", "is_calibration")
+    )
+    ids = [row[0] for row in order]
+    here = ids.index(assignment.pk) if assignment.pk in ids else 0
+    pending = assignment.study.calibration_required and any(
+        cal and status != AssignmentStatus.SUBMITTED for _, status, cal in order
+    )
+    rotated = order[here + 1 :] + order[:here]
+    next_id = next(
+        (pk for pk, status, cal in rotated if status != AssignmentStatus.SUBMITTED and (cal or not pending)), None
+    )
+    return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration)
+
+
+def rating_page(assignment: Assignment) -> RatingPage:
+    """Return the rating page of an assignment got from ``assignment_get_for_rater``."""
+    study = assignment.study
+    instrument, section = study.instrument, study.section
+    rating = Rating.objects.filter(assignment_id=assignment.pk).first()
+    answers: dict[str, dict] = (rating.answers if rating else {}) or {}
+    ids = [instrument.pk] + ([section.pk] if section else [])
+    by_instrument: dict[int, list[Item]] = {pk: [] for pk in ids}
+    for item in Item.objects.filter(instrument_id__in=ids).order_by("position"):
+        by_instrument[item.instrument_id].append(item)
+    main = [_form_item(i, "main", answers) for i in by_instrument[instrument.pk]]
+    flow = None
+    if instrument.kind == InstrumentKind.FLOW:
+        flow = flow_state(instrument.flow, answers)
+        answered = {q for q, _ in flow.path}
+        for item in main:
+            item.state = "answered" if item.key in answered else "current" if item.key == flow.next_question else "off"
+    submitted = rating is not None and rating.status == RatingStatus.SUBMITTED
+    revisions = list(rating.revisions.order_by("number").values("number", "created_at", "reason")) if submitted else []
+    feedback = calibration_feedback(assignment) if submitted and assignment.is_calibration else []
+    texts = {i.key: i for i in main}
+    for row in feedback:
+        item = texts.get(row["item_key"])
+        row["number"], row["text"] = (item.number, item.text) if item else ("", row["item_key"])
+        row["reference_label"] = item_label(item, row["reference"]) if item else row["reference"]
+        row["yours_label"] = item_label(item, row["yours"]) if item else row["yours"]
+    return RatingPage(
+        assignment=assignment,
+        conversation=conversation_get_blinded(assignment),
+        instrument_name=instrument.name,
+        instrument_kind=instrument.kind,
+        main_items=main,
+        section_items=[_form_item(i, "section", answers) for i in by_instrument.get(section.pk, [])] if section else [],
+        answers=answers,
+        revision=rating.revision if rating else 0,
+        rating_status=rating.status if rating else RatingStatus.DRAFT,
+        submitted_at=rating.submitted_at if rating else None,
+        derived=(rating.derived if rating else {}) or {},
+        flow=flow,
+        revisions=revisions,
+        feedback=feedback,
+        queue=_queue_position(assignment),
+    )
+
+
+def item_label(item: FormItem, value: str) -> str:
+    """Return the shown label of a stored value (e.g. "4 · Very realistic" for "4")."""
+    return next((c.label for c in item.choices if c.value.casefold() == str(value).casefold()), str(value))

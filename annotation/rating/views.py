@@ -1,0 +1,158 @@
+"""Raters' pages: the dashboard, the content warning, the rating page, submit and revise.
+
+Views stay thin: authorize (the clinician role, then the assignment among the user's own in
+the selector: anything else is a 404), parse, call one service or selector, render. Answers
+are autosaved through the rater API (``annotation.rating.api``) by ``static/annotation/rating.js``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.errors import AnnotationError
+from annotation.models import Assignment, AssignmentStatus
+from annotation.rating import selectors as rater_selectors
+from annotation.rating import services
+from core.permissions import roles_required
+from core.roles import Role
+
+rater_required = roles_required(Role.CLINICIAN)
+WARNING_SESSION_KEY = "rater_content_warning_seen"
+
+SHORTCUTS: list[tuple[str, str]] = [
+    ("j / k", "next / previous question"),
+    ("u", "first unanswered question"),
+    ("y / n / a", "answer Yes / No / N/A"),
+    ("1 – 9", "choose the n-th option (1–5 on rating scales)"),
+    ("?", "show or hide the guidance of the question"),
+    ("t", "go to the transcript (then arrow keys scroll it)"),
+    ("Esc", "leave a text box"),
+    ("Ctrl + Enter", "submit the rating"),
+]
+
+
+def _warning_seen(request: HttpRequest, assignment_id: int) -> bool:
+    return assignment_id in request.session.get(WARNING_SESSION_KEY, [])
+
+
+def _render_rating(
+    request: HttpRequest, assignment: Assignment, *, status: int = 200, **errors: AnnotationError | None
+) -> HttpResponse:
+    page = rater_selectors.rating_page(assignment)
+    context: dict[str, Any] = {
+        "page": page,
+        "shortcuts": SHORTCUTS,
+        "config": {
+            "assignment": assignment.pk,
+            "answersUrl": reverse("v1:my-assignment-answers", args=[assignment.pk]),
+            "dashboardUrl": reverse("annotation:my-studies"),
+            "revision": page.revision,
+            "submitted": page.is_submitted,
+            "flow": page.is_flow,
+        },
+        **{name: exc for name, exc in errors.items() if exc is not None},
+    }
+    submit_error = errors.get("submit_error")
+    if submit_error is not None:
+        dom_ids = {item.key: item.dom_id for item in reversed(page.items)}
+        context["missing"] = [
+            {"dom_id": dom_ids.get(m.split(":", 1)[0], ""), "text": m}
+            for m in submit_error.details.get("missing", [])
+        ]
+    return render(request, "annotation/rater/rating.html", context, status=status)
+
+
+@rater_required
+def my_studies(request: HttpRequest) -> HttpResponse:
+    """Show the rater's studies, progress and queue, and where to continue."""
+    queues = rater_selectors.rater_queues(request.user)
+    # One reverse() for hundreds of rows; the rating page is ratings/<id>/ (tested).
+    rate_prefix = reverse("annotation:rate", args=[0])[: -len("0/")]
+    return render(
+        request,
+        "annotation/rater/dashboard.html",
+        {"queues": queues, "took_break": "break" in request.GET, "rate_prefix": rate_prefix},
+    )
+
+
+@rater_required
+def rate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Show the rating page, after the content warning for sensitive conversations."""
+    assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
+    if assignment.conversation.sensitive and not _warning_seen(request, assignment.pk):
+        return render(request, "annotation/rater/content_warning.html", {"assignment": assignment})
+    if assignment.status != AssignmentStatus.SUBMITTED:
+        try:
+            services.rating_open(assignment_id=assignment.pk, user=request.user)
+        except AnnotationError as exc:
+            return render(
+                request, "annotation/rater/unavailable.html",
+                {"assignment": assignment, "error": exc, "calibration": exc.status == 423},
+                status=exc.status,
+            )
+    return _render_rating(request, assignment)
+
+
+@rater_required
+@require_POST
+def continue_past_warning(request: HttpRequest, pk: int) -> HttpResponse:
+    """Remember, for this session, that the rater chose to read this conversation."""
+    assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
+    seen = set(request.session.get(WARNING_SESSION_KEY, []))
+    request.session[WARNING_SESSION_KEY] = sorted(seen | {assignment.pk})
+    return redirect("annotation:rate", pk=assignment.pk)
+
+
+def _int_or_none(raw: str | None) -> int | None:
+    try:
+        return int(raw) if raw not in (None, "") else None
+    except ValueError:
+        return None
+
+
+@rater_required
+@require_POST
+def submit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Submit the rating (idempotent); name the unanswered items when it is refused."""
+    assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
+    try:
+        services.rating_submit(
+            assignment_id=assignment.pk,
+            user=request.user,
+            expected_revision=_int_or_none(request.POST.get("expected_revision")),
+        )
+    except AnnotationError as exc:
+        if exc.status == 423:  # a main conversation while calibration is pending
+            return render(
+                request, "annotation/rater/unavailable.html",
+                {"assignment": assignment, "error": exc, "calibration": True}, status=423,
+            )
+        return _render_rating(request, assignment, submit_error=exc, status=exc.status)
+    messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you.")
+    return redirect("annotation:rate", pk=assignment.pk)
+
+
+@rater_required
+@require_POST
+def revise(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change one answer of a submitted rating, with the reason kept in its history."""
+    assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
+    part = request.POST.get("part", "")
+    key = request.POST.get("item_key", "")
+    try:
+        services.rating_revise(
+            assignment_id=assignment.pk,
+            user=request.user,
+            changes={part: {key: request.POST.get("value", "")}},
+            reason=request.POST.get("reason", ""),
+        )
+    except AnnotationError as exc:
+        return _render_rating(request, assignment, revise_error=exc, status=exc.status)
+    messages.success(request, "Your change is saved; the earlier version stays in the history below.")
+    return redirect("annotation:rate", pk=assignment.pk)

@@ -1,0 +1,243 @@
+"""Forms of the coordinators' pages: parse and validate input; the services do the writing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from django import forms
+
+from annotation.errors import AnnotationError
+from annotation.models import TiePolicy
+from annotation.rating.services import normalise_value
+from annotation.studies.selectors import conversations_by_codes
+from corpus.instruments.flow import LABELS as FLOW_LABELS
+from corpus.models import Instrument, InstrumentKind, Persona, Target
+from simulation.models import SimulationBatch
+
+DEFAULT_LABEL = "clinician"
+
+
+def parse_composition(text: str) -> dict[str, int]:
+    """Parse "clinician=2, expert=1" (or ':' or JSON) into ``{"clinician": 2, "expert": 1}``."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc.msg}") from exc
+        pairs = list(data.items()) if isinstance(data, dict) else []
+    else:
+        pairs = [re.split(r"\s*[=:]\s*", part.strip(), maxsplit=1) for part in re.split(r"[,;\n]", text) if part.strip()]
+    result: dict[str, int] = {}
+    for pair in pairs:
+        if len(pair) != 2 or not str(pair[0]).strip() or not re.fullmatch(r"\d+", str(pair[1]).strip()):
+            raise forms.ValidationError("write it as label=count, e.g. clinician=2, expert=1")
+        result[str(pair[0]).strip()] = int(str(pair[1]).strip())
+    return result
+
+
+def parse_codes(text: str) -> list[str]:
+    return [p for p in re.split(r"[\s,;]+", text.strip()) if p]
+
+
+def calibration_labels(instrument: Instrument) -> dict[str, Any]:
+    """Return what a calibration reference may name: item key -> Item, or dimension -> labels."""
+    items: dict[str, Any] = {i.key: i for i in instrument.items.all()}
+    if instrument.kind == InstrumentKind.FLOW:
+        items.update({i.domain: FLOW_LABELS for i in items.values() if i.domain})
+    return items
+
+
+def reference_label(items: dict[str, Any], key: str, label: str) -> str:
+    """Return the stored form of a calibration reference label; raise ValueError saying why not."""
+    target = items.get(key)
+    if target is None:
+        raise ValueError(f"'{key}' is not an item of the instrument")
+    if isinstance(target, tuple):
+        match = next((x for x in target if x.casefold() == label.strip().casefold()), None)
+        if match is None:
+            raise ValueError(f"'{label}' is not a label of {key}; allowed: {', '.join(target)}")
+        return match
+    try:
+        return normalise_value(target, label)
+    except AnnotationError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def parse_calibration(text: str, instrument: Instrument, codes: dict[str, int]) -> dict[int, dict]:
+    """Parse lines "code,item,label[,explanation]" into ``{conversation id: {item: {label, explanation}}}``."""
+    items = calibration_labels(instrument)
+    result: dict[int, dict] = {}
+    errors = []
+    for n, row in enumerate(csv.reader(io.StringIO(text.strip())), start=1):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) < 3:
+            errors.append(f"line {n}: write code,item,label[,explanation]")
+            continue
+        code, key, label = (cell.strip() for cell in row[:3])
+        if code not in codes:
+            errors.append(f"line {n}: unknown conversation code '{code}'")
+            continue
+        try:
+            label = reference_label(items, key, label)
+        except ValueError as exc:
+            errors.append(f"line {n}: {exc}")
+            continue
+        result.setdefault(codes[code], {})[key] = {"label": label, "explanation": ",".join(row[3:]).strip()}
+    if errors:
+        raise forms.ValidationError(errors)
+    return result
+
+
+class SelectionForm(forms.Form):
+    """Which conversations: by persona, chatbot, batch or code, then an optional random sample."""
+
+    personas = forms.ModelMultipleChoiceField(
+        queryset=Persona.objects.select_related("persona_set").order_by("persona_set__key", "position"),
+        required=False, widget=forms.SelectMultiple(attrs={"size": 6}),
+    )
+    targets = forms.ModelMultipleChoiceField(
+        queryset=Target.objects.order_by("code"), required=False, label="Chatbots",
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+    )
+    batches = forms.ModelMultipleChoiceField(
+        queryset=SimulationBatch.objects.order_by("-id"), required=False, label="Simulation batches",
+        widget=forms.SelectMultiple(attrs={"size": 6}),
+    )
+    codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Conversation codes",
+                            help_text="Separated by spaces, commas or new lines")
+    exclude_flagged = forms.BooleanField(required=False, initial=True, label="Leave out conversations flagged by the integrity checks")
+    sample_size = forms.IntegerField(required=False, min_value=1, help_text="Draw this many at random from the matches")
+    sample_seed = forms.IntegerField(required=False, min_value=0, help_text="Empty: a new seed is drawn and recorded")
+
+    def clean_codes(self) -> list[str]:
+        return parse_codes(self.cleaned_data["codes"])
+
+    def selection_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "persona_ids": [p.pk for p in data["personas"]],
+            "target_ids": [t.pk for t in data["targets"]],
+            "batch_ids": [b.pk for b in data["batches"]],
+            "codes": data["codes"],
+            "exclude_flagged": data["exclude_flagged"],
+            "sample_size": data["sample_size"],
+            "seed": data["sample_seed"],
+        }
+
+
+class StudyCreateForm(SelectionForm):
+    """A new study: name, instrument, conversations, raters with labels, design and calibration."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    instrument = forms.ModelChoiceField(
+        queryset=Instrument.objects.exclude(kind=InstrumentKind.SECTION).order_by("key", "-version"),
+        help_text="An item checklist (e.g. AMHART) or a question flow (e.g. VERA-MH)",
+    )
+    section = forms.ModelChoiceField(
+        queryset=Instrument.objects.filter(kind=InstrumentKind.SECTION).order_by("key", "-version"),
+        required=False, label="Study rating section", help_text="Realism, perceived risk and disclosure, broke-role",
+    )
+    raters_per_conversation = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Raters per conversation (k)")
+    composition = forms.CharField(required=False, help_text="Optional: raters of each label per conversation, e.g. clinician=2, expert=1")
+    tie_policy = forms.ChoiceField(choices=TiePolicy.choices, initial=TiePolicy.ADJUDICATION)
+    senior_rater = forms.ChoiceField(required=False, help_text="Breaks ties under the senior-rater policy")
+    calibration = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Calibration references",
+        help_text="Optional. One line per reference answer: code,item,label[,explanation]. Every rater rates these conversations first and sees the reference after submitting.",
+    )
+
+    field_order = ["name", "description", "instrument", "section"]
+
+    def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.candidates = candidates
+        self.fields["section"].initial = self.fields["section"].queryset.first()
+        self.fields["senior_rater"].choices = [("", "none")] + [(str(u.pk), u.get_username()) for u in candidates]
+        for user in candidates:
+            self.fields[f"rater_{user.pk}"] = forms.BooleanField(required=False, label=user.get_username())
+            self.fields[f"label_{user.pk}"] = forms.CharField(required=False, max_length=60, initial=DEFAULT_LABEL, label="Label")
+
+    def rater_rows(self) -> list[tuple[Any, forms.BoundField, forms.BoundField]]:
+        return [(u, self[f"rater_{u.pk}"], self[f"label_{u.pk}"]) for u in self.candidates]
+
+    def clean_composition(self) -> dict[str, int]:
+        return parse_composition(self.cleaned_data["composition"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        raters = [(u, (data.get(f"label_{u.pk}") or DEFAULT_LABEL).strip()) for u in self.candidates if data.get(f"rater_{u.pk}")]
+        if not raters:
+            self.add_error(None, "Pick at least one rater.")
+        data["raters"] = raters
+        senior = next((u for u in self.candidates if str(u.pk) == data.get("senior_rater")), None)
+        if senior is not None and senior not in [u for u, _ in raters]:
+            self.add_error("senior_rater", "The senior rater must be one of the raters picked below.")
+        data["senior"] = senior
+        data["calibration_map"] = {}
+        text = data.get("calibration", "")
+        if text and data.get("instrument") is not None:
+            codes = parse_codes(" ".join(row.split(",", 1)[0] for row in text.splitlines()))
+            try:
+                data["calibration_map"] = parse_calibration(text, data["instrument"], conversations_by_codes(codes))
+            except forms.ValidationError as exc:
+                self.add_error("calibration", exc)
+        return data
+
+
+class AssignForm(forms.Form):
+    seed = forms.IntegerField(required=False, min_value=0, help_text="Empty: a new seed is drawn and recorded")
+
+
+class AddRaterForm(forms.Form):
+    user = forms.ChoiceField(label="Rater")
+    label = forms.CharField(max_length=60, initial=DEFAULT_LABEL)
+    rebalance = forms.BooleanField(required=False, initial=True, help_text="Move unstarted work from the busiest raters")
+    reason = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["user"].choices = [(str(u.pk), u.get_username()) for u in candidates]
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), help_text="Recorded in the audit trail")
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if not reason:
+            raise forms.ValidationError("Say why.")
+        return reason
+
+
+class ReassignForm(ReasonForm):
+    new_rater = forms.ChoiceField(label="Move to")
+
+    field_order = ["new_rater", "reason"]
+
+    def __init__(self, *args: Any, raters: list[Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["new_rater"].choices = [(str(u.pk), u.get_username()) for u in raters]
+
+
+class AdjudicateForm(ReasonForm):
+    label = forms.ChoiceField(label="Final label", widget=forms.RadioSelect)
+
+    field_order = ["label", "reason"]
+
+    def __init__(self, *args: Any, labels: list[str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["label"].choices = [(label, label) for label in labels]
+
+
+class RatingsImportForm(forms.Form):
+    file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer)")
+    dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")

@@ -1,0 +1,173 @@
+"""Progress of a study for its coordinators: per rater, per conversation, stale work, CSV rows.
+
+The study is access-checked by ``coordinator_selectors.study_get_for_coordinator`` first. Three
+queries whatever the size of the study.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from annotation.models import Assignment, AssignmentStatus, Study, StudyMembership
+from annotation.studies.selectors import rater_memberships
+from corpus.models import Conversation
+
+
+@dataclass
+class RaterProgress:
+    membership: StudyMembership
+    assigned: int = 0
+    submitted: int = 0
+    in_progress: int = 0
+    not_started: int = 0
+    stale: int = 0
+    moved_away: int = 0
+    total_seconds: int = 0
+    times: list[int] = field(default_factory=list)
+
+    @property
+    def median_seconds(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+    @property
+    def total_display(self) -> str:
+        return duration(self.total_seconds)
+
+    @property
+    def median_display(self) -> str:
+        return "—" if self.median_seconds is None else duration(self.median_seconds)
+
+
+def duration(seconds: float) -> str:
+    """Return a duration as "1 h 05 min", "12 min" or "40 s"."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    hours, minutes = divmod(seconds // 60, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+@dataclass(frozen=True)
+class AssignmentCell:
+    assignment: Assignment
+    username: str
+    rater_label: str
+    stale: bool
+
+
+@dataclass(frozen=True)
+class ConversationProgress:
+    conversation: Conversation
+    is_calibration: bool
+    cells: list[AssignmentCell]
+
+    @property
+    def n_submitted(self) -> int:
+        return sum(1 for c in self.cells if c.assignment.status == AssignmentStatus.SUBMITTED)
+
+    @property
+    def has_stale(self) -> bool:
+        return any(c.stale for c in self.cells)
+
+
+@dataclass(frozen=True)
+class Progress:
+    raters: list[RaterProgress]
+    conversations: list[ConversationProgress]
+    stale_hours: int
+    stale_before: datetime
+    totals: dict[str, int]
+
+
+def is_stale(assignment: Assignment, stale_before: datetime) -> bool:
+    """Return whether an in-progress assignment has had no activity since ``stale_before``."""
+    if assignment.status != AssignmentStatus.IN_PROGRESS:
+        return False
+    last = assignment.last_activity_at or assignment.started_at
+    return last is not None and last < stale_before
+
+
+def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
+    """Return progress per rater and per conversation, with stale assignments marked."""
+    hours = int(settings.EVALSITE_STALE_ASSIGNMENT_HOURS)
+    stale_before = (now or timezone.now()) - timedelta(hours=hours)
+    members = {m.user_id: m for m in rater_memberships(study)}
+    per_rater = {uid: RaterProgress(m) for uid, m in members.items()}
+    links = study.study_conversations.select_related("conversation__persona", "conversation__target").order_by(
+        "-is_calibration", "conversation__code"
+    )
+    cells: dict[int, list[AssignmentCell]] = defaultdict(list)
+    totals: Counter = Counter()
+    for a in study.assignments.select_related("rater").order_by("rater__username"):
+        member = members.get(a.rater_id)
+        row = per_rater.setdefault(a.rater_id, RaterProgress(StudyMembership(study=study, user=a.rater)))
+        if a.status == AssignmentStatus.WITHDRAWN:
+            row.moved_away += 1
+            continue
+        stale = is_stale(a, stale_before)
+        row.assigned += 1
+        row.total_seconds += a.time_spent_seconds
+        row.stale += stale
+        totals["assigned"] += 1
+        totals["stale"] += stale
+        if a.status == AssignmentStatus.SUBMITTED:
+            row.submitted += 1
+            row.times.append(a.time_spent_seconds)
+            totals["submitted"] += 1
+        elif a.status == AssignmentStatus.IN_PROGRESS:
+            row.in_progress += 1
+            totals["in_progress"] += 1
+        else:
+            row.not_started += 1
+            totals["not_started"] += 1
+        label = member.rater_label if member else ""
+        cells[a.conversation_id].append(AssignmentCell(a, a.rater.get_username(), label, stale))
+    conversations = [ConversationProgress(link.conversation, link.is_calibration, cells[link.conversation_id]) for link in links]
+    return Progress(
+        raters=sorted(per_rater.values(), key=lambda r: (not r.membership.active, r.membership.user.get_username())),
+        conversations=conversations,
+        stale_hours=hours,
+        stale_before=stale_before,
+        totals=dict(totals),
+    )
+
+
+def progress_rater_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]:
+    """Return the per-rater table as a CSV header and rows."""
+    header = ["rater", "label", "active", "senior", "assigned", "submitted", "in_progress", "not_started",
+              "stale", "moved_away", "total_seconds", "median_seconds_per_submitted"]
+    rows = [
+        [r.membership.user.get_username(), r.membership.rater_label, r.membership.active, r.membership.is_senior,
+         r.assigned, r.submitted, r.in_progress, r.not_started, r.stale, r.moved_away, r.total_seconds,
+         "" if r.median_seconds is None else r.median_seconds]
+        for r in progress.raters
+    ]
+    return header, rows
+
+
+def progress_assignment_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]:
+    """Return the per-conversation table in long form: one row per (conversation, rater)."""
+    header = ["conversation", "external_id", "persona", "target", "calibration", "rater", "label", "status",
+              "started_at", "submitted_at", "last_activity_at", "time_spent_seconds", "stale"]
+    rows = []
+    for conv in progress.conversations:
+        c = conv.conversation
+        for cell in conv.cells:
+            a = cell.assignment
+            rows.append([
+                c.code, c.external_id, c.persona.key if c.persona else "", c.target.code if c.target else "",
+                conv.is_calibration, cell.username, cell.rater_label, a.status, _iso(a.started_at),
+                _iso(a.submitted_at), _iso(a.last_activity_at), a.time_spent_seconds, cell.stale,
+            ])
+    return header, rows
+
+
+def _iso(value: datetime | None) -> str:
+    return value.isoformat() if value else ""

@@ -1,0 +1,335 @@
+"""Reads for study coordinators: their studies, the assignment design and the audit trail.
+
+Coordinators are not blinded: they see chatbot codes, personas and who rated what. Access is
+checked here, once per entity: a study is managed by its active coordinators (with the
+coordinator role) and by admins; a researcher member of a study may read it; everyone else
+gets 404, so nobody learns which studies exist. Every function runs a fixed number of queries,
+whatever the size of the study.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    MemberRole,
+    Study,
+    StudyConversation,
+    StudyEvent,
+    StudyMembership,
+)
+from annotation.studies.assignment import pair_overlap
+from core.roles import Role, has_any_role, user_roles
+from corpus.models import Conversation
+
+# Fewer shared conversations than this and a pair's agreement cannot be estimated usefully.
+MIN_PAIR_OVERLAP = 5
+AnyUser = AbstractBaseUser | AnonymousUser
+
+
+def can_create_studies(user: AnyUser) -> bool:
+    """Return whether the user may open the study list and create studies."""
+    return has_any_role(user, {Role.COORDINATOR, Role.ADMIN})
+
+
+def _subcount(qs: QuerySet) -> Coalesce:
+    counted = qs.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def coordinator_study_list(user: AnyUser, *, write: bool = True) -> QuerySet[Study]:
+    """Return the studies the user coordinates (admins: all), with counts for the list page.
+
+    With ``write=False`` a researcher also gets the studies they are a researcher member of.
+    """
+    roles = user_roles(user)
+    allowed = [MemberRole.COORDINATOR] if Role.COORDINATOR in roles else []
+    if not write and Role.RESEARCHER in roles:
+        allowed.append(MemberRole.RESEARCHER)
+    if Role.ADMIN not in roles and not allowed:
+        raise Http404("not found")
+    qs = Study.objects.select_related("instrument", "section").annotate(
+        n_conversations=_subcount(StudyConversation.objects.all()),
+        n_raters=_subcount(StudyMembership.objects.filter(role=MemberRole.RATER, active=True)),
+        n_assignments=_subcount(Assignment.objects.exclude(status=AssignmentStatus.WITHDRAWN)),
+        n_submitted=_subcount(Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)),
+    )
+    if Role.ADMIN in roles:
+        return qs
+    return qs.filter(_member(user, allowed))
+
+
+def _member(user: AnyUser, roles: list[str]) -> Exists:
+    return Exists(StudyMembership.objects.filter(study=OuterRef("pk"), user_id=user.pk, role__in=roles, active=True))
+
+
+def study_get_for_coordinator(user: AnyUser, *, pk: int, write: bool = True) -> Study:
+    """Return a study the user may manage (``write``) or read; raise Http404 otherwise."""
+    roles = user_roles(user)
+    qs = Study.objects.select_related("instrument", "section", "created_by")
+    if Role.ADMIN not in roles:
+        allowed = [MemberRole.COORDINATOR] if Role.COORDINATOR in roles else []
+        if not write and Role.RESEARCHER in roles:
+            allowed.append(MemberRole.RESEARCHER)
+        if not allowed:
+            raise Http404("not found")
+        qs = qs.filter(_member(user, allowed))
+    study = qs.filter(pk=pk).first()
+    if study is None:
+        raise Http404("not found")
+    return study
+
+
+def user_manages_study(user: AnyUser, study: Study) -> bool:
+    """Return whether the user may change the study (forms are shown only to them)."""
+    roles = user_roles(user)
+    if Role.ADMIN in roles:
+        return True
+    return Role.COORDINATOR in roles and study.memberships.filter(
+        user_id=user.pk, role=MemberRole.COORDINATOR, active=True
+    ).exists()
+
+
+def rater_candidates() -> QuerySet:
+    """Return the users who may rate: active members of the clinician group."""
+    return get_user_model().objects.filter(groups__name=Role.CLINICIAN, is_active=True).order_by("username").distinct()
+
+
+def member_candidates(study: Study) -> QuerySet:
+    """Return researchers and coordinators who are not yet members of the study in that role."""
+    return (
+        get_user_model()
+        .objects.filter(groups__name__in=[Role.RESEARCHER, Role.COORDINATOR], is_active=True)
+        .exclude(study_memberships__study=study, study_memberships__role__in=["researcher", "coordinator"])
+        .order_by("username")
+        .distinct()
+    )
+
+
+def rater_candidate_get(*, user_id: int) -> Any:
+    """Return one rater candidate, or raise Http404."""
+    user = rater_candidates().filter(pk=user_id).first()
+    if user is None:
+        raise Http404("not found")
+    return user
+
+
+def study_rater_get(study: Study, *, user_id: int) -> Any:
+    """Return a user who is (or was) a rater of the study, or raise Http404."""
+    membership = study.memberships.filter(role=MemberRole.RATER, user_id=user_id).select_related("user").first()
+    if membership is None:
+        raise Http404("not found")
+    return membership.user
+
+
+def assignment_get_for_manager(user: AnyUser, *, pk: int) -> Assignment:
+    """Return an assignment of a study the user manages, or raise Http404."""
+    study_id = Assignment.objects.filter(pk=pk).values_list("study_id", flat=True).first()
+    if study_id is None:
+        raise Http404("not found")
+    return assignment_get_for_coordinator(study_get_for_coordinator(user, pk=study_id), pk=pk)
+
+
+def assignment_get_for_coordinator(study: Study, *, pk: int) -> Assignment:
+    """Return an assignment of this study (the study is already access-checked)."""
+    assignment = (
+        Assignment.objects.select_related("conversation", "rater", "study").filter(pk=pk, study=study).first()
+    )
+    if assignment is None:
+        raise Http404("not found")
+    return assignment
+
+
+def selection_summary(selection: dict[str, Any]) -> list[str]:
+    """Return the recorded selection as readable phrases (persona names, chatbot and batch codes)."""
+    from corpus.models import Persona, Target
+    from simulation.models import SimulationBatch
+
+    parts = []
+    for key, model, field_name, what in (
+        ("persona_ids", Persona, "name", "personas"),
+        ("target_ids", Target, "code", "chatbots"),
+        ("batch_ids", SimulationBatch, "code", "batches"),
+    ):
+        if selection.get(key):
+            names = model.objects.filter(pk__in=selection[key]).order_by(field_name).values_list(field_name, flat=True)
+            parts.append(f"{what} {', '.join(names)}")
+    if selection.get("codes"):
+        parts.append(f"{len(selection['codes'])} listed code(s)")
+    if "matched" in selection:
+        parts.append(f"{selection['matched']} matched" + (", integrity-flagged left out" if selection.get("exclude_flagged") else ""))
+    if selection.get("sample_size"):
+        parts.append(f"random sample of {selection['sample_size']} with seed {selection.get('seed')}")
+    return parts
+
+
+def conversations_by_codes(codes: list[str]) -> dict[str, int]:
+    """Return ``{code: id}`` for the conversation codes that exist."""
+    return dict(Conversation.objects.filter(code__in=codes).values_list("code", "id"))
+
+
+def rater_memberships(study: Study) -> list[StudyMembership]:
+    """Return the study's rater memberships (active first), with their users."""
+    return list(
+        study.memberships.filter(role=MemberRole.RATER).select_related("user").order_by("-active", "user__username")
+    )
+
+
+# --- assignment design ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OverlapCell:
+    n: int | None  # None on the diagonal
+    too_few: bool = False
+
+
+@dataclass(frozen=True)
+class RaterLoad:
+    membership: StudyMembership
+    load: int
+    calibration: int
+    cells: list[OverlapCell] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Design:
+    raters: list[RaterLoad]
+    flagged: list[tuple[str, str, int]]
+    n_main: int
+    n_calibration: int
+    assigned: bool
+    expected_load: float
+    expected_overlap: float
+    min_overlap: int = MIN_PAIR_OVERLAP
+
+
+def study_design(study: Study) -> Design:
+    """Return each rater's load and the pair-overlap matrix, flagging pairs with too few shared."""
+    members = rater_memberships(study)
+    links = Counter(study.study_conversations.values_list("is_calibration", flat=True))
+    n_main, n_cal = links.get(False, 0), links.get(True, 0)
+    rows = list(
+        study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).values_list(
+            "conversation_id", "rater_id", "is_calibration"
+        )
+    )
+    main = [(c, r) for c, r, cal in rows if not cal]
+    load = Counter(r for _, r in main)
+    calibration = Counter(r for _, r, cal in rows if cal)
+    overlap = pair_overlap(main)
+    shown = [m for m in members if m.active or load[m.user_id]]
+    flagged: list[tuple[str, str, int]] = []
+    result = []
+    for i, a in enumerate(shown):
+        cells = []
+        for j, b in enumerate(shown):
+            if i == j:
+                cells.append(OverlapCell(None))
+                continue
+            n = overlap.get((a.user_id, b.user_id), overlap.get((b.user_id, a.user_id), 0))
+            too_few = bool(main) and n < MIN_PAIR_OVERLAP
+            cells.append(OverlapCell(n, too_few))
+            if too_few and i < j:
+                flagged.append((a.user.get_username(), b.user.get_username(), n))
+        result.append(RaterLoad(a, load[a.user_id], calibration[a.user_id], cells))
+    n_raters = sum(1 for m in members if m.active)
+    k = study.raters_per_conversation
+    return Design(
+        raters=result,
+        flagged=flagged,
+        n_main=n_main,
+        n_calibration=n_cal,
+        assigned=bool(rows),
+        expected_load=round(n_main * k / n_raters, 1) if n_raters else 0.0,
+        # Balanced design: N conversations x k(k-1)/2 pairs each, spread over R(R-1)/2 pairs.
+        expected_overlap=round(n_main * k * (k - 1) / (n_raters * (n_raters - 1)), 1) if n_raters > 1 else 0.0,
+    )
+
+
+# --- audit trail ---------------------------------------------------------------------------
+
+ACTIONS = {
+    "study_created": "Study created",
+    "assigned": "Raters assigned",
+    "rater_removed": "Rater removed",
+    "reassigned_on_removal": "Moved on removal",
+    "rater_added": "Rater added",
+    "rebalanced": "Rebalanced",
+    "reassigned": "Assignment moved",
+    "consensus_computed": "Consensus computed",
+    "adjudicated": "Adjudicated",
+    "ratings_imported": "Ratings imported",
+}
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    event: StudyEvent
+    action: str
+    summary: str
+
+
+def study_audit_trail(study: Study, *, limit: int = 200) -> list[AuditEntry]:
+    """Return the latest events of a study (who, when, what, why) with names resolved."""
+    events = list(study.events.select_related("actor")[:limit])
+    user_ids = {e.details.get(k) for e in events for k in ("rater", "from_rater", "to_rater")}
+    conv_ids = {e.details.get("conversation_id") for e in events}
+    users = dict(get_user_model().objects.filter(pk__in=[u for u in user_ids if u]).values_list("pk", "username"))
+    codes = dict(Conversation.objects.filter(pk__in=[c for c in conv_ids if c]).values_list("pk", "code"))
+    return [AuditEntry(e, ACTIONS.get(e.action, e.action), _summary(e.details, users, codes)) for e in events]
+
+
+def _summary(details: dict[str, Any], users: dict[int, str], codes: dict[int, str]) -> str:
+    parts = []
+    if "conversation_id" in details:
+        parts.append(f"conversation {codes.get(details['conversation_id'], details['conversation_id'])}")
+    if "item_key" in details:
+        parts.append(f"item {details['item_key']} → {details.get('label', '')}")
+    if "rater" in details:
+        parts.append(f"rater {users.get(details['rater'], details['rater'])}")
+    if "label" in details and "item_key" not in details:
+        parts.append(f"as '{details['label']}'")
+    if "from_rater" in details:
+        parts.append(f"from {users.get(details['from_rater'], '?')} to {users.get(details['to_rater'], '?')}")
+    for key in ("seed", "n_assignments", "n_conversations", "n_raters", "n_ratings", "file"):
+        if key in details:
+            parts.append(f"{key.replace('n_', '').replace('_', ' ')}: {details[key]}")
+    if details.get("counts"):
+        parts.append(", ".join(f"{k}: {v}" for k, v in sorted(details["counts"].items())))
+    return "; ".join(parts)
+
+
+def study_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+    """Return the studies a user may manage: admins all, coordinators and researchers their own."""
+    roles = user_roles(user)
+    qs = Study.objects.select_related("instrument").annotate(
+        n_conversations=Count("study_conversations", distinct=True),
+        n_raters=Count("memberships", filter=Q(memberships__role=MemberRole.RATER), distinct=True),
+    )
+    if Role.ADMIN in roles:
+        return qs
+    if roles & {Role.COORDINATOR, Role.RESEARCHER}:
+        return qs.filter(
+            memberships__user=user, memberships__role__in=[MemberRole.COORDINATOR, MemberRole.RESEARCHER]
+        ).distinct()
+    return qs.none()
+
+
+def study_list_for_rater(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+    """Return the studies in which the user is an active rater."""
+    if not getattr(user, "is_authenticated", False):
+        return Study.objects.none()
+    return Study.objects.filter(
+        memberships__user=user, memberships__role=MemberRole.RATER, memberships__active=True
+    ).distinct()

@@ -1,0 +1,238 @@
+"""Serializers of the coordinators' API: studies, assignments, rotation, progress, consensus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotation.models import Assignment, ConsensusLabel, MemberRole, Study, TiePolicy
+from annotation.studies.forms import calibration_labels, reference_label
+from annotation.studies.selectors import conversations_by_codes, rater_candidates
+from corpus.models import Instrument, InstrumentKind
+
+
+class RaterMembershipSerializer(serializers.Serializer):
+    user = serializers.IntegerField(source="user_id")
+    username = serializers.CharField(source="user.username")
+    label = serializers.CharField(source="rater_label")
+    is_senior = serializers.BooleanField()
+    active = serializers.BooleanField()
+
+
+class StudySerializer(serializers.ModelSerializer):
+    raters = serializers.SerializerMethodField()
+    n_conversations = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = [
+            "id", "name", "description", "instrument", "section", "raters_per_conversation", "composition",
+            "tie_policy", "calibration_required", "selection", "sample_seed", "assignment_seed",
+            "blinding_lifted", "is_demo", "created_at", "n_conversations", "raters",
+        ]
+
+    @extend_schema_field(RaterMembershipSerializer(many=True))
+    def get_raters(self, study: Study) -> list[dict[str, Any]]:
+        if "memberships" in getattr(study, "_prefetched_objects_cache", {}):
+            members = [m for m in study.memberships.all() if m.role == MemberRole.RATER]
+        else:
+            members = list(study.memberships.filter(role=MemberRole.RATER).select_related("user"))
+        return RaterMembershipSerializer(members, many=True).data
+
+    def get_n_conversations(self, study: Study) -> int:
+        return getattr(study, "n_conversations", None) or study.study_conversations.count()
+
+
+class SelectionSerializer(serializers.Serializer):
+    persona_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+    target_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+    batch_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+    codes = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    exclude_flagged = serializers.BooleanField(required=False, default=True)
+    sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
+
+
+class RaterInputSerializer(serializers.Serializer):
+    user = serializers.IntegerField(help_text="id of a user in the clinician group")
+    label = serializers.CharField(required=False, default="clinician", max_length=60)
+
+
+class ReferenceSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    explanation = serializers.CharField(required=False, default="", allow_blank=True)
+
+
+class CalibrationInputSerializer(serializers.Serializer):
+    conversation = serializers.CharField(help_text="conversation code")
+    reference = serializers.DictField(child=ReferenceSerializer(), help_text="{item key: {label, explanation}}")
+
+
+class StudyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, default="", allow_blank=True)
+    instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.exclude(kind=InstrumentKind.SECTION))
+    section = serializers.PrimaryKeyRelatedField(
+        queryset=Instrument.objects.filter(kind=InstrumentKind.SECTION), required=False, allow_null=True, default=None
+    )
+    selection = SelectionSerializer(required=False, default=dict)
+    raters = RaterInputSerializer(many=True)
+    raters_per_conversation = serializers.IntegerField(min_value=1, max_value=20, default=2)
+    composition = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
+    tie_policy = serializers.ChoiceField(choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION)
+    senior_rater = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
+    calibration = CalibrationInputSerializer(many=True, required=False, default=list)
+
+    def validate_raters(self, value: list[dict[str, Any]]) -> list[tuple[Any, str]]:
+        users = {u.pk: u for u in rater_candidates().filter(pk__in=[r["user"] for r in value])}
+        unknown = [r["user"] for r in value if r["user"] not in users]
+        if unknown:
+            raise serializers.ValidationError(f"not users of the clinician group: {unknown}")
+        return [(users[r["user"]], r["label"].strip() or "clinician") for r in value]
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        senior_id = data.get("senior_rater")
+        data["senior"] = next((u for u, _ in data["raters"] if u.pk == senior_id), None)
+        if senior_id is not None and data["senior"] is None:
+            raise serializers.ValidationError({"senior_rater": "the senior rater must be one of the raters"})
+        data["calibration_map"] = self._calibration(data["instrument"], data.get("calibration") or [])
+        return data
+
+    def _calibration(self, instrument: Instrument, entries: list[dict[str, Any]]) -> dict[int, dict]:
+        codes = conversations_by_codes([e["conversation"] for e in entries])
+        items = calibration_labels(instrument)
+        result: dict[int, dict] = {}
+        errors = []
+        for entry in entries:
+            if entry["conversation"] not in codes:
+                errors.append(f"unknown conversation code '{entry['conversation']}'")
+                continue
+            for key, ref in entry["reference"].items():
+                try:
+                    label = reference_label(items, key, ref["label"])
+                except ValueError as exc:
+                    errors.append(f"{entry['conversation']}: {exc}")
+                    continue
+                result.setdefault(codes[entry["conversation"]], {})[key] = {"label": label, "explanation": ref["explanation"]}
+        if errors:
+            raise serializers.ValidationError({"calibration": errors})
+        return result
+
+
+class AssignRequestSerializer(serializers.Serializer):
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
+
+
+class RaterLoadSerializer(serializers.Serializer):
+    rater = serializers.IntegerField()
+    username = serializers.CharField()
+    label = serializers.CharField()
+    active = serializers.BooleanField()
+    load = serializers.IntegerField()
+    calibration = serializers.IntegerField()
+
+
+class PairOverlapSerializer(serializers.Serializer):
+    rater_a = serializers.CharField()
+    rater_b = serializers.CharField()
+    shared = serializers.IntegerField()
+    too_few = serializers.BooleanField(help_text="too few shared conversations to estimate pairwise agreement")
+
+
+class DesignSerializer(serializers.Serializer):
+    seed = serializers.IntegerField(allow_null=True)
+    n_assignments = serializers.IntegerField()
+    min_overlap = serializers.IntegerField()
+    load = RaterLoadSerializer(many=True)
+    overlap = PairOverlapSerializer(many=True)
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    conversation = serializers.CharField(source="conversation.code")
+    rater_username = serializers.CharField(source="rater.username")
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "conversation", "conversation_id", "rater", "rater_username", "is_calibration", "position",
+            "status", "started_at", "submitted_at", "last_activity_at", "time_spent_seconds",
+        ]
+
+
+class RaterAddSerializer(serializers.Serializer):
+    user = serializers.IntegerField(help_text="id of a user in the clinician group")
+    label = serializers.CharField(max_length=60, default="clinician")
+    reason = serializers.CharField(required=False, default="", allow_blank=True)
+    rebalance = serializers.BooleanField(default=True)
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="recorded in the study's audit trail")
+
+
+class ReassignSerializer(ReasonSerializer):
+    new_rater = serializers.IntegerField(help_text="user id of an active rater of the study")
+
+
+class MovedSerializer(serializers.Serializer):
+    moved = AssignmentSerializer(many=True)
+
+
+class RaterProgressSerializer(serializers.Serializer):
+    rater = serializers.IntegerField(source="membership.user_id")
+    username = serializers.CharField(source="membership.user.username")
+    label = serializers.CharField(source="membership.rater_label")
+    active = serializers.BooleanField(source="membership.active")
+    assigned = serializers.IntegerField()
+    submitted = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    not_started = serializers.IntegerField()
+    stale = serializers.IntegerField()
+    moved_away = serializers.IntegerField()
+    total_seconds = serializers.IntegerField()
+    median_seconds = serializers.FloatField(allow_null=True)
+
+
+class CellSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="assignment.pk")
+    rater = serializers.CharField(source="username")
+    label = serializers.CharField(source="rater_label")
+    status = serializers.CharField(source="assignment.status")
+    stale = serializers.BooleanField()
+    time_spent_seconds = serializers.IntegerField(source="assignment.time_spent_seconds")
+
+
+class ConversationProgressSerializer(serializers.Serializer):
+    conversation = serializers.CharField(source="conversation.code")
+    is_calibration = serializers.BooleanField()
+    n_submitted = serializers.IntegerField()
+    assignments = CellSerializer(source="cells", many=True)
+
+
+class ProgressSerializer(serializers.Serializer):
+    stale_hours = serializers.IntegerField()
+    totals = serializers.DictField(child=serializers.IntegerField())
+    raters = RaterProgressSerializer(many=True)
+    conversations = ConversationProgressSerializer(many=True)
+
+
+class ConsensusCountsSerializer(serializers.Serializer):
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="labels per provenance")
+
+
+class ConsensusLabelSerializer(serializers.ModelSerializer):
+    conversation = serializers.CharField(source="conversation.code")
+    adjudicated_by = serializers.CharField(source="adjudicated_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = ConsensusLabel
+        fields = [
+            "id", "conversation", "item_key", "label", "provenance", "votes", "n_ratings", "disagreement",
+            "adjudicated_by", "reason", "updated_at",
+        ]
+
+
+class AdjudicateSerializer(ReasonSerializer):
+    label = serializers.CharField(help_text="the final label")

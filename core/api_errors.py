@@ -1,0 +1,22 @@
+"""Map service errors to HTTP answers: bad input 400 with every problem, conflicts 409."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from core.errors import ServiceError
+from core.problems import ImportRejected
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ImportRejected):
+        return Response(
+            {"detail": str(exc), "problems": [p.as_dict() for p in exc.problems]}, status=400
+        )
+    if isinstance(exc, ServiceError):
+        status = getattr(exc, "status", 400)
+        return Response({"detail": str(exc)}, status=status)
+    return drf_exception_handler(exc, context)

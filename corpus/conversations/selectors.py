@@ -1,0 +1,170 @@
+"""Reads of conversations (unblinded: researchers, coordinators, admins), exports, selections."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+
+from core.csvstream import stream_csv
+from core.permissions import require_corpus_access
+from corpus.models import Conversation, Message
+
+
+def conversation_list_for_user(
+    user: AbstractBaseUser | AnonymousUser,
+    *,
+    persona_id: int | None = None,
+    target_id: int | None = None,
+    source: str | None = None,
+    flagged: bool | None = None,
+) -> QuerySet[Conversation]:
+    """Return the unblinded corpus for researchers, coordinators and admins."""
+    require_corpus_access(user)
+    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by("id")
+    if persona_id:
+        qs = qs.filter(persona_id=persona_id)
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    if source:
+        qs = qs.filter(source=source)
+    if flagged is not None:
+        qs = qs.filter(integrity_ok=not flagged)
+    return qs
+
+
+def conversation_get_for_corpus(user: AbstractBaseUser | AnonymousUser, *, code: str) -> Conversation:
+    require_corpus_access(user)
+    try:
+        return (
+            Conversation.objects.select_related("persona__persona_set", "target")
+            .prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index")))
+            .get(code=code)
+        )
+    except Conversation.DoesNotExist as exc:
+        raise Http404("not found") from exc
+
+
+def _export_rows(qs: QuerySet[Conversation]) -> Iterator[Conversation]:
+    yield from qs.prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index"))).iterator(
+        chunk_size=500
+    )
+
+
+def conversation_as_record(conversation: Conversation) -> dict:
+    """Return a conversation in the project's JSONL import format (round-trips)."""
+    record: dict = {"id": conversation.external_id or conversation.code}
+    if conversation.persona is not None:
+        record["persona_set"] = conversation.persona.persona_set.key
+        record["persona"] = conversation.persona.key
+    if conversation.target is not None:
+        record["target"] = {
+            "model": conversation.target.model,
+            "code": conversation.target.code,
+            "name": conversation.target.name,
+        }
+    if conversation.run_index is not None:
+        record["run_index"] = conversation.run_index
+    record["sensitive"] = conversation.sensitive
+    record["messages"] = [{"role": m.role, "content": m.content} for m in conversation.messages.all()]
+    record["metadata"] = {
+        **conversation.metadata,
+        "evalsite_code": conversation.code,
+        "integrity_ok": conversation.integrity_ok,
+        "integrity_flags": conversation.integrity_flags,
+    }
+    return record
+
+
+def conversations_export_jsonl(qs: QuerySet[Conversation]) -> Iterator[str]:
+    for conversation in _export_rows(qs):
+        yield json.dumps(conversation_as_record(conversation), ensure_ascii=False) + "\n"
+
+
+CSV_COLUMNS = [
+    "conversation_code",
+    "external_id",
+    "persona_set",
+    "persona",
+    "target_code",
+    "target_model",
+    "source",
+    "run_index",
+    "integrity_ok",
+    "turn_index",
+    "role",
+    "content",
+]
+
+
+def conversations_export_csv(qs: QuerySet[Conversation]) -> Iterator[str]:
+    """Yield CSV text, one row per message (long format), header first."""
+    return stream_csv(CSV_COLUMNS, _message_rows(qs))
+
+
+def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
+    for c in _export_rows(qs):
+        for m in c.messages.all():
+            yield [
+                c.code,
+                c.external_id,
+                c.persona.persona_set.key if c.persona else "",
+                c.persona.key if c.persona else "",
+                c.target.code if c.target else "",
+                c.target.model if c.target else "",
+                c.source,
+                "" if c.run_index is None else c.run_index,
+                "" if c.integrity_ok is None else c.integrity_ok,
+                m.turn_index,
+                m.role,
+                m.content,
+            ]
+
+
+def conversation_ids_for_selection(
+    *,
+    persona_ids: list[int] | None = None,
+    target_ids: list[int] | None = None,
+    batch_ids: list[int] | None = None,
+    codes: list[str] | None = None,
+    exclude_flagged: bool = True,
+    sample_size: int | None = None,
+    seed: int | None = None,
+) -> tuple[list[int], dict]:
+    """Return conversation ids matching a study's selection, and the selection as recorded.
+
+    A random sample is drawn with ``numpy.random.default_rng(seed)`` from the matches sorted by
+    id, so the same seed and the same corpus give the same sample.
+    """
+    import numpy as np
+
+    qs = Conversation.objects.all()
+    if persona_ids:
+        qs = qs.filter(persona_id__in=persona_ids)
+    if target_ids:
+        qs = qs.filter(target_id__in=target_ids)
+    if batch_ids:
+        qs = qs.filter(metadata__batch_id__in=batch_ids)
+    if codes:
+        qs = qs.filter(code__in=codes)
+    if exclude_flagged:
+        qs = qs.exclude(integrity_ok=False)
+    ids = sorted(qs.values_list("id", flat=True))
+    record: dict = {
+        "persona_ids": persona_ids or [],
+        "target_ids": target_ids or [],
+        "batch_ids": batch_ids or [],
+        "codes": codes or [],
+        "exclude_flagged": exclude_flagged,
+        "matched": len(ids),
+    }
+    if sample_size is not None and sample_size < len(ids):
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**31))
+        rng = np.random.default_rng(seed)
+        ids = sorted(int(i) for i in rng.choice(ids, size=sample_size, replace=False))
+        record.update({"sample_size": sample_size, "seed": seed})
+    return ids, record

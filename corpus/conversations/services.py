@@ -1,0 +1,254 @@
+"""Writes of conversations: import (all-or-nothing), integrity checks, the demo set."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from core.codes import new_code
+from core.problems import ImportRejected, Problem
+from corpus.conversations.formats import ConversationRecord, read_jsonl, read_vera_files
+from corpus.conversations.integrity import check_integrity
+from corpus.models import Conversation, Message, Persona, PersonaSet, Target
+from corpus.targets.services import target_code_unique
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
+
+# Conservative markers of suicide or self-harm content; a hit shows raters a content warning.
+SENSITIVE_RE = re.compile(
+    r"suicid|kill (?:my|him|her)self|killing myself|end (?:my|it all)|ending things|self[- ]?harm|"
+    r"hurt(?:ing)? myself|cut(?:ting)? myself|better off (?:dead|without me|gone)|"
+    r"want(?:ed)? to die|wish i (?:was|were) dead|not (?:be|being) here anymore|overdose|unalive|\bkms\b|988|"
+    r"not (?:wanting|want) to (?:be alive|live|wake up)|(?:manage|be) (?:fine |better )?without me|"
+    r"(?:crisis|suicide) (?:line|hotline|lifeline)|no reason to live",
+    re.IGNORECASE,
+)
+
+
+def _unique_conversation_code(taken: set[str]) -> str:
+    while True:
+        code = new_code("C-")
+        if code not in taken and not Conversation.objects.filter(code=code).exists():
+            taken.add(code)
+            return code
+
+
+@dataclass
+class ConversationImportResult:
+    created: list[Conversation]
+    duplicates: list[str]  # external ids already stored (same content hash)
+    total: int
+    dry_run: bool
+
+    def summary(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        return (
+            f"{verb} {len(self.created) if not self.dry_run else self.total - len(self.duplicates)} "
+            f"conversation(s); {len(self.duplicates)} already present (same content), skipped"
+        )
+
+
+def conversations_import(
+    *,
+    files: list[tuple[str, str]],
+    fmt: str = "auto",
+    created_by: AbstractBaseUser | None = None,
+    dry_run: bool = False,
+    mark_demo: bool = False,
+) -> ConversationImportResult:
+    """Import conversations from JSONL files or VERA-MH transcript files, all or nothing.
+
+    ``files`` holds (relative path, text) pairs. Every problem in every file is collected
+    first; if there is any, ``ImportRejected`` is raised and nothing is written.
+    """
+    if fmt == "auto":
+        fmt = "jsonl" if any(p.lower().endswith((".jsonl", ".json")) for p, _ in files) else "vera-mh"
+    if fmt == "jsonl":
+        records, problems = [], []
+        for path, text in files:
+            r, p = read_jsonl(text, path)
+            records += r
+            problems += p
+    elif fmt == "vera-mh":
+        records, problems = read_vera_files(files)
+    else:
+        raise ImportRejected([Problem(f"unknown format '{fmt}'; use 'jsonl' or 'vera-mh'", "")])
+    personas = _resolve_personas(records, problems)
+    if problems:
+        raise ImportRejected(problems)
+    hashes = {id(r): r.content_hash() for r in records}
+    existing = set(
+        Conversation.objects.filter(content_hash__in=set(hashes.values())).values_list("content_hash", flat=True)
+    )
+    fresh: list[ConversationRecord] = []
+    duplicates: list[str] = []
+    for record in records:
+        h = hashes[id(record)]
+        if h in existing:
+            duplicates.append(record.external_id)
+        else:
+            existing.add(h)
+            fresh.append(record)
+    if dry_run:
+        return ConversationImportResult([], duplicates, len(records), True)
+    created = _store_records(fresh, personas, hashes, created_by, mark_demo)
+    return ConversationImportResult(created, duplicates, len(records), False)
+
+
+def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]) -> dict[int, Persona | None]:
+    """Map each record to its Persona; an unknown persona key is a problem, a VERA name is optional."""
+    resolved: dict[int, Persona | None] = {}
+    cache: dict[tuple[str | None, str], list[Persona]] = {}
+    for record in records:
+        if record.persona:
+            cache_key = (record.persona_set, record.persona)
+            if cache_key not in cache:
+                qs = Persona.objects.filter(key=record.persona).select_related("persona_set")
+                if record.persona_set:
+                    qs = qs.filter(persona_set__key=record.persona_set)
+                # Newest version of each set first; one persona per set.
+                found: dict[str, Persona] = {}
+                for persona in qs.order_by("persona_set__key", "-persona_set__version"):
+                    found.setdefault(persona.persona_set.key, persona)
+                cache[cache_key] = list(found.values())
+            matches = cache[cache_key]
+            if not matches:
+                where = f" in persona set '{record.persona_set}'" if record.persona_set else ""
+                problems.append(Problem(f"unknown persona '{record.persona}'{where}; import the persona set first", record.file, record.line, "persona"))
+            elif len(matches) > 1:
+                sets = ", ".join(sorted(p.persona_set.key for p in matches))
+                problems.append(Problem(f"persona '{record.persona}' exists in several sets ({sets}); add 'persona_set'", record.file, record.line, "persona_set"))
+            else:
+                resolved[id(record)] = matches[0]
+        elif record.persona_name:
+            match = (
+                Persona.objects.filter(name__iexact=record.persona_name, persona_set__format=PersonaSet.Format.VERA_MH)
+                .order_by("-persona_set__version")
+                .first()
+            )
+            resolved[id(record)] = match
+    return resolved
+
+
+def _target_for(record: ConversationRecord, cache: dict[str, Target]) -> Target | None:
+    model = (record.target_model or "").strip()
+    code = (record.target_code or "").strip()
+    if not model and not code:
+        return None
+    cache_key = f"{code}|{model}"
+    if cache_key in cache:
+        return cache[cache_key]
+    target = None
+    if code:
+        target = Target.objects.filter(code=code).first()
+    if target is None and model:
+        target = Target.objects.filter(model=model).order_by("id").first()
+    if target is None:
+        target = Target.objects.create(
+            code=code or target_code_unique(),
+            name=record.target_name or "",
+            model=model or code,
+            kind=Target.Kind.DEMO if model.startswith("demo/") else Target.Kind.LITELLM,
+        )
+    cache[cache_key] = target
+    return target
+
+
+@transaction.atomic
+def _store_records(
+    records: list[ConversationRecord],
+    personas: dict[int, Persona | None],
+    hashes: dict[int, str],
+    created_by: AbstractBaseUser | None,
+    mark_demo: bool,
+) -> list[Conversation]:
+    targets: dict[str, Target] = {}
+    taken: set[str] = set()
+    created: list[Conversation] = []
+    user = created_by if getattr(created_by, "pk", None) else None
+    for record in records:
+        persona = personas.get(id(record))
+        metadata = dict(record.metadata)
+        if record.persona_name:
+            metadata.setdefault("persona_name", record.persona_name)
+        is_demo = mark_demo or bool(metadata.get("demo"))
+        sensitive = record.sensitive
+        if sensitive is None:
+            sensitive = is_sensitive(record.messages, persona)
+        conversation = Conversation.objects.create(
+            code=_unique_conversation_code(taken),
+            external_id=record.external_id,
+            persona=persona,
+            target=_target_for(record, targets),
+            source=Conversation.Source.IMPORTED,
+            run_index=record.run_index,
+            metadata=metadata,
+            sensitive=sensitive,
+            is_demo=is_demo,
+            content_hash=hashes[id(record)],
+            message_count=len(record.messages),
+            created_by=user,
+        )
+        Message.objects.bulk_create(
+            Message(conversation=conversation, turn_index=i, role=role, content=content)
+            for i, (role, content) in enumerate(record.messages)
+        )
+        _apply_integrity(conversation, record.messages, persona)
+        created.append(conversation)
+    return created
+
+
+def is_sensitive(messages: list[tuple[str, str]], persona: Persona | None) -> bool:
+    """Return whether raters should see a suicide/self-harm content warning first."""
+    if persona is not None:
+        design = {str(k).lower(): str(v).lower() for k, v in persona.design.items()}
+        risk = design.get("risk_short") or design.get("risk") or ""
+        if risk and risk not in ("none", ""):
+            return True
+        if (persona.profile or {}).get("safety_cues"):
+            return True
+    return any(SENSITIVE_RE.search(content) for _, content in messages)
+
+
+def _apply_integrity(conversation: Conversation, messages: list[tuple[str, str]], persona: Persona | None) -> None:
+    opening = None
+    if persona is not None and persona.persona_set.format == PersonaSet.Format.AMHART:
+        opening = persona.opening_message or None
+    expected = conversation.metadata.get("expected_messages")
+    flags = check_integrity(
+        messages,
+        opening_message=opening,
+        expected_count=expected if isinstance(expected, int) else None,
+    )
+    conversation.integrity_flags = [f.as_dict() for f in flags]
+    conversation.integrity_ok = not flags
+    conversation.save(update_fields=["integrity_flags", "integrity_ok"])
+
+
+@transaction.atomic
+def conversation_check_structure(*, conversation_id: int) -> Conversation:
+    """Re-run the structural checks on one stored conversation and record the flags.
+
+    A simulated conversation is also checked against its batch cell: see
+    ``simulation.run_checks.conversation_check_integrity``.
+    """
+    conversation = (
+        Conversation.objects.select_for_update(of=("self",))
+        .select_related("persona__persona_set")
+        .get(pk=conversation_id)
+    )
+    messages = list(conversation.messages.order_by("turn_index").values_list("role", "content"))
+    _apply_integrity(conversation, messages, conversation.persona)
+    return conversation
+
+
+def demo_conversations_load(*, created_by: AbstractBaseUser | None = None) -> ConversationImportResult:
+    """Import the team-written synthetic demo conversations (idempotent)."""
+    path = BUILTIN_DIR / "demo_conversations.jsonl"
+    return conversations_import(
+        files=[(path.name, path.read_text(encoding="utf-8"))], fmt="jsonl", created_by=created_by, mark_demo=True
+    )

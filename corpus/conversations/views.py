@@ -1,0 +1,86 @@
+"""Pages of conversations (unblinded: researchers, coordinators, admins): list, detail, export, import."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+
+from core.permissions import corpus_required, import_required
+from core.problems import ImportRejected
+from core.uploads import read_upload
+from corpus.conversations import selectors, services
+from corpus.conversations.forms import ConversationImportForm
+from corpus.models import Conversation
+from corpus.targets.selectors import target_list_for_user
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def _filtered(request: HttpRequest):  # type: ignore[no-untyped-def]
+    flagged = request.GET.get("flagged")
+    return selectors.conversation_list_for_user(
+        request.user,
+        persona_id=_int_or_none(request.GET.get("persona")),
+        target_id=_int_or_none(request.GET.get("target")),
+        source=request.GET.get("source") or None,
+        flagged={"1": True, "0": False}.get(flagged or ""),
+    )
+
+
+@corpus_required
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(_filtered(request), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "corpus/conversation_list.html",
+        {
+            "page": page,
+            "targets": target_list_for_user(request.user),
+            "query": request.GET.urlencode(),
+            "sources": Conversation.Source.choices,
+        },
+    )
+
+
+@corpus_required
+def conversation_detail(request: HttpRequest, code: str) -> HttpResponse:
+    conversation = selectors.conversation_get_for_corpus(request.user, code=code)
+    return render(request, "corpus/conversation_detail.html", {"conversation": conversation})
+
+
+@corpus_required
+def conversation_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
+    qs = _filtered(request)
+    if fmt == "jsonl":
+        response = StreamingHttpResponse(selectors.conversations_export_jsonl(qs), content_type="application/x-ndjson")
+    else:
+        response = StreamingHttpResponse(selectors.conversations_export_csv(qs), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="conversations.{fmt}"'
+    return response
+
+
+@import_required
+def conversation_import(request: HttpRequest) -> HttpResponse:
+    form = ConversationImportForm(request.POST or None, request.FILES or None)
+    context: dict = {"form": form, "title": "Import conversations"}
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            files = read_upload(upload.name, upload)
+            result = services.conversations_import(
+                files=files,
+                fmt=form.cleaned_data["format"],
+                created_by=request.user,
+                dry_run=form.cleaned_data["dry_run"],
+            )
+            context["result"] = result.summary()
+            context["duplicates"] = result.duplicates
+        except ImportRejected as exc:
+            context["problems"] = exc.problems
+    return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)

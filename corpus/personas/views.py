@@ -1,0 +1,50 @@
+"""Pages of persona sets (unblinded: design labels shown) and their import."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from core.permissions import corpus_required, import_required
+from core.problems import ImportRejected
+from core.uploads import read_upload
+from corpus.personas import selectors, services
+from corpus.personas.forms import PersonaImportForm
+
+
+@corpus_required
+def persona_set_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "corpus/personaset_list.html", {"sets": selectors.persona_set_list_for_user(request.user)})
+
+
+@corpus_required
+def persona_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    persona_set = selectors.persona_set_get(request.user, pk=pk)
+    return render(request, "corpus/personaset_detail.html", {"persona_set": persona_set})
+
+
+@import_required
+def persona_import(request: HttpRequest) -> HttpResponse:
+    form = PersonaImportForm(request.POST or None, request.FILES or None)
+    context: dict = {"form": form, "title": "Import personas"}
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            (name, text), *_ = read_upload(upload.name, upload)
+            result = services.personas_import(
+                text=text,
+                file=name,
+                fmt=form.cleaned_data["format"],
+                key=form.cleaned_data["key"] or None,
+                name=form.cleaned_data["name"] or None,
+                valid_only=form.cleaned_data["valid_only"],
+                dry_run=form.cleaned_data["dry_run"],
+                created_by=request.user,
+            )
+            verb = "Checked" if form.cleaned_data["dry_run"] else ("Imported" if result.created else "Already present:")
+            target = f" as {result.persona_set}" if result.persona_set else ""
+            context["result"] = f"{verb} {result.imported_rows} of {result.total_rows} persona(s){target}."
+            context["skipped"] = result.skipped
+        except ImportRejected as exc:
+            context["problems"] = exc.problems
+    return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)

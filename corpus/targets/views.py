@@ -1,0 +1,32 @@
+"""Pages of the chatbots under test: list and add (credentials only by environment variable name)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from core.permissions import corpus_required, import_required
+from corpus.errors import CorpusError
+from corpus.targets import selectors, services
+from corpus.targets.forms import TargetForm
+
+
+@corpus_required
+def target_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "corpus/target_list.html", {"targets": selectors.target_list_for_user(request.user)})
+
+
+@import_required
+def target_create(request: HttpRequest) -> HttpResponse:
+    form = TargetForm(request.POST or None)
+    error = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            target = services.target_create(**{k: v for k, v in form.cleaned_data.items() if v is not None})
+        except CorpusError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Chatbot {target.code} added.")
+            return redirect("corpus:target-list")
+    return render(request, "corpus/target_form.html", {"form": form, "error": error}, status=400 if error else 200)
