@@ -13,7 +13,7 @@ Labels are compared after trimming and case folding, with the N/A spellings of
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -209,6 +209,14 @@ class LabelFlips:
     items: tuple[ItemDrift, ...]
     pooled: ItemDrift
 
+    def as_dict(self) -> dict[str, object]:
+        """Return a mapping for JSON (units, items and labels as given)."""
+        return {
+            "flips": [asdict(f) for f in self.flips],
+            "items": [asdict(i) for i in self.items],
+            "pooled": asdict(self.pooled),
+        }
+
 
 def _label_map(labels: Mapping[Key, Any] | Iterable[tuple[Any, ...]], name: str) -> dict[Key, Any]:
     if isinstance(labels, Mapping):
@@ -308,6 +316,14 @@ class DriftReport:
     flips: LabelFlips
     per_item: Mapping[Hashable, PairedDifference]
     pooled: PairedDifference
+
+    def as_dict(self) -> dict[str, object]:
+        """Return a mapping for JSON; ``per_item`` becomes a list with an ``item`` key each."""
+        return {
+            "flips": self.flips.as_dict(),
+            "per_item": [{"item": k, **v.as_dict()} for k, v in self.per_item.items()],
+            "pooled": self.pooled.as_dict(),
+        }
 
 
 def drift_report(

@@ -28,7 +28,9 @@ the covariance of the two terms (the rated conversations appear in both) is adde
 var(λŶ)/N + var(R)/n + 2 cov(λŶ, R)/N. For stratified or oversampled fixed-size plans the
 Poisson formula, which centres residuals on the overall mean rather than on each stratum's,
 is conservative. Unequal probabilities keep θ̂ unbiased (to O(1/n), Hájek) because each rated
-conversation stands for 1/π_i judged ones. Tuned λ minimises the second term (the first does
+conversation stands for 1/π_i judged ones; probabilities from a plan drawn over a larger
+population (every chatbot at once) stay valid for one chatbot's conversations, since the
+Hájek weights are normalised within the conversations passed. Tuned λ minimises the second term (the first does
 not depend on λ): λ̂ = Σ a_i u_i v_i / Σ a_i v_i², a_i = (1 - π_i) w_i², u and v the
 Hájek-centred Y and Ŷ; for a simple random sample this is cov(Y, Ŷ)/var(Ŷ). It is the PPI++
 optimum cov/((1 + n/N') var) of the paper's form written for this one: the two estimators

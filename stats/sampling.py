@@ -82,7 +82,8 @@ class SamplingPlan:
         return tuple(self.inclusion_prob[u] for u in self.selected)
 
     def as_dict(self) -> dict[str, object]:
-        """Return a JSON-ready mapping (unit ids and stratum keys as given)."""
+        """Return a mapping for JSON (unit ids and stratum keys as given, so JSON-ready when
+        they are strings or numbers)."""
         return {
             "method": self.method,
             "n": self.n,
@@ -228,7 +229,7 @@ def plan_stratified(
 
 def plan_oversample(
     unit_ids: Sequence[Hashable],
-    disagreement: Sequence[bool],
+    disagreement_flags: Sequence[bool],
     n: int,
     rng: Seed,
     *,
@@ -237,7 +238,7 @@ def plan_oversample(
 ) -> SamplingPlan:
     """Select n conversations, oversampling those where the judges disagreed.
 
-    ``disagreement`` flags each conversation (True when the ensemble had no majority or a
+    ``disagreement_flags`` marks each conversation (True when the ensemble had no majority or a
     split vote on some item, as the caller decides). Flagged conversations are about
     ``boost`` times as likely to be rated as the others: the plan is a stratified sample over
     (stratum, flag) cells with cell sizes weighted by ``boost`` for flagged cells, so
@@ -247,9 +248,11 @@ def plan_oversample(
     or the scores are biased towards the disagreements. ``boost`` must be >= 1.
     """
     units = _check_units(unit_ids, n)
-    flags = [bool(f) for f in disagreement]
+    flags = [bool(f) for f in disagreement_flags]
     if len(flags) != len(units):
-        raise StatsInputError(f"disagreement has {len(flags)} entries for {len(units)} unit ids")
+        raise StatsInputError(
+            f"disagreement_flags has {len(flags)} entries for {len(units)} unit ids"
+        )
     if not np.isfinite(boost) or boost < 1:
         raise StatsInputError(f"boost must be a finite number >= 1, not {boost!r}")
     outer = [None] * len(units) if strata is None else list(strata)

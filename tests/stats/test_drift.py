@@ -128,3 +128,10 @@ def test_drift_report_scores_both_versions_against_humans_on_the_same_pairs() ->
     i1 = report.per_item["i1"]
     assert (i1.agreement_a, i1.agreement_b) == (0.5, 0.5)
     assert len(report.flips.flips) == 2
+
+
+def test_drift_report_is_json_ready() -> None:
+    import json
+
+    text = json.dumps(drift_report(A, B, HUMAN, seed=0, n_resamples=50).as_dict())
+    assert '"label_a": "no"' in text

@@ -127,7 +127,7 @@ def test_realised_inclusion_frequencies_match_the_recorded_probabilities() -> No
         (lambda: plan_stratified(IDS, ["A"] * 99, 5, 0), "strata has 99"),
         (lambda: plan_stratified(IDS, ["A"] * 100, 5, 0, allocation="neyman"), "allocation"),
         (lambda: plan_oversample(IDS, [True] * 100, 5, 0, boost=0.5), "boost"),
-        (lambda: plan_oversample(IDS, [True] * 3, 5, 0), "disagreement has 3"),
+        (lambda: plan_oversample(IDS, [True] * 3, 5, 0), "disagreement_flags has 3"),
     ],
 )
 def test_bad_plans_are_rejected(call: Callable[[], object], message: str) -> None:
