@@ -2,7 +2,7 @@
 
 Each setting simulates ``--studies`` studies (default 1,000): a chatbot's N judged
 conversations, a judge (or ensemble) whose errors are known, and n of the conversations rated
-by humans under a sampling plan. Every study computes, from stats.ppi / stats.ppi_scores:
+by humans under a sampling plan. Every study computes, from stats.ppi:
 classical PPI ("ppi"), power-tuned PPI++ ("ppi++"), the human-only and the judge-only
 estimates, and for unequal-probability plans PPI that ignores the inclusion probabilities
 ("ppi_unweighted"). For each method it prints the share of 95% intervals that contain the true
@@ -39,8 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stats.drift import paired_bootstrap_difference  # noqa: E402
-from stats.ppi import PPIEstimate, ppi_mean  # noqa: E402
-from stats.ppi_scores import ppi_item_rate, ppi_vera_mh_score  # noqa: E402
+from stats.ppi import PPIEstimate, ppi_item_rate, ppi_mean, ppi_vera_mh_score  # noqa: E402
 from stats.sampling import (  # noqa: E402
     expected_ppi_width,
     plan_oversample,

@@ -4,7 +4,7 @@ A coordinator builds a validation study from a judge run: which judged conversat
 clinicians will rate. Every plan here is a stratified simple random sample without
 replacement of fixed size (one stratum for a simple random sample): stratum h of N_h
 conversations gets n_h of the n ratings, and each of its conversations is rated with
-probability π = n_h / N_h exactly. The estimators of :mod:`.ppi` weight each rated
+probability π = n_h / N_h exactly. The estimators of :mod:`stats.ppi` weight each rated
 conversation by 1/π, so oversampling some conversations (judge disagreement) keeps the
 scores unbiased. Every stratum gets at least one rating, so no conversation has π = 0 (which
 no weighting could repair).
@@ -16,7 +16,7 @@ shared among the others), then rounded by largest remainder so the n_h sum to n 
 1977, Sampling Techniques, ch. 5, on proportional allocation).
 
 The expected interval width before assigning (:func:`expected_ppi_width`,
-:func:`expected_plan_width`) uses the variance formulas of :mod:`.ppi` with planning values:
+:func:`expected_plan_width`) uses the variance formulas of :mod:`stats.ppi.engine` with planning values:
 var(Y) (the spread of the score; from a pilot, or the judge scores' variance as a stand-in)
 and the residual variance var(Y - Ŷ) (from a pilot study, a previous validation of the same
 judge, or :func:`residual_variance_from_agreement` for a yes/no item).
@@ -32,7 +32,7 @@ import numpy as np
 
 from .bootstrap import make_rng
 from .data import StatsInputError
-from .ppi import check_confidence, z_value
+from .ppi.inputs import check_confidence, z_value
 
 __all__ = [
     "ALLOCATIONS",
@@ -351,7 +351,7 @@ def expected_ppi_width(
     """Return the expected interval widths for n simple-random human ratings out of N judged.
 
     Var(PPI) = var_y/N + (1 - n/N) var_residual/n and Var(human-only) = var_y/n, the variances
-    of :mod:`.ppi` (judge term over all N) with planning values: ``var_y`` the variance of the
+    of :mod:`stats.ppi.engine` (judge term over all N) with planning values: ``var_y`` the variance of the
     human score, ``var_residual`` that of Y - Ŷ (module docstring says where they come from).
     With ``var_yhat`` (the judge scores' variance, known from the judge run), cov(Y, Ŷ) =
     (var_y + var_yhat - var_residual)/2 gives PPI++'s λ* = cov/var_yhat (clipped to [0, 1])
@@ -393,7 +393,7 @@ def expected_plan_width(
     """Return the expected interval widths of a plan with unequal inclusion probabilities.
 
     Var(PPI) ≈ var_y/N + Σ_i (1 - π_i)/π_i · r_i / N² over all N judged conversations
-    (Poisson-sampling approximation of :mod:`.ppi`'s Hájek variance), where r_i is
+    (Poisson-sampling approximation of :mod:`stats.ppi.engine`'s Hájek variance), where r_i is
     ``residual_var`` for conversation i: one number, or a mapping unit id -> expected
     (Y_i - Ŷ_i - bias)², e.g. larger for flagged disagreements, which is what makes
     oversampling them pay. The human-only line uses r_i = var_y. ``plan`` is a

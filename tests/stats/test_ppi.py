@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from stats.data import StatsInputError
-from stats.ppi import PPIEstimate, ppi_mean, ppi_ratio, z_value
+from stats.ppi import PPIEstimate, ppi_item_rate, ppi_mean, ppi_ratio
+from stats.ppi.inputs import z_value
 from stats.sampling import plan_oversample
 
 Z95 = 1.959963984540054
@@ -380,8 +381,6 @@ def test_oversampling_disagreements_stays_unbiased_only_when_weighted() -> None:
 def test_item_rate_with_not_applicable_answers_covers_in_simulation() -> None:
     # Humans: N/A 30%, else yes 60%; the judge calls 10% of N/A's applicable (as no) and
     # turns 25% of no's into yes. True yes-rate among applicable: 0.6.
-    from stats.ppi_scores import ppi_item_rate
-
     rng = np.random.default_rng(8)
     n_total, n, studies = 1500, 120, 200
     covered, estimates = 0, []

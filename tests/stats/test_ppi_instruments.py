@@ -7,7 +7,7 @@ import pytest
 
 from stats.data import StatsInputError
 from stats.ppi import ppi_mean, ppi_ratio
-from stats.ppi_scores import (
+from stats.ppi.scores import (
     VERA_MH,
     item_indicators,
     ppi_amhart_score,

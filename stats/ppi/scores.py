@@ -1,11 +1,11 @@
-"""Judge-assisted instrument scores: PPI for the AMHART score, an item's yes-rate, VERA-MH.
+"""What a page calls: PPI estimates of a mean, a ratio, and the instruments' scores.
 
-Each function turns per-conversation labels into the numbers :mod:`.ppi` estimates from, so a
-page can pass labels as stored. Three aligned groups of conversations come in: the human
-consensus labels of the rated conversations, the judge's (or ensemble's) labels of those same
-conversations in the same order, and the judge's labels of the judged conversations nobody
-rated. Estimators, variances, inclusion probabilities, ``tuned`` and ``judge_term``: see
-:mod:`.ppi`.
+:func:`ppi_mean` and :func:`ppi_ratio` take numbers; the instrument functions turn
+per-conversation labels into the numbers the estimators work from, so a page can pass labels
+as stored. Three aligned groups of conversations come in: the human consensus of the rated
+conversations, the judge's (or ensemble's) scores or labels of those same conversations in the
+same order, and the judge's of the judged conversations nobody rated. Estimators, variances,
+inclusion probabilities, ``tuned`` and ``judge_term``: :mod:`.engine`.
 """
 
 from __future__ import annotations
@@ -16,18 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .data import DEFAULT_NA_LABELS, StatsInputError, is_missing, is_na_label
-from .ppi import (
-    MEAN,
-    RATIO,
-    JudgeTerm,
-    PPIEstimate,
-    Target,
-    Values,
-    make_sample,
-    ppi_estimate,
-)
-from .scores import BEST_PRACTICE, HIGH_HARM, VERA_MH_LABELS, amhart_score
+from ..data import DEFAULT_NA_LABELS, StatsInputError, is_missing, is_na_label
+from ..scores import BEST_PRACTICE, HIGH_HARM, VERA_MH_LABELS, amhart_score
+from .engine import MEAN, RATIO, Target, ppi_estimate
+from .inputs import Values, as_scores, make_sample
+from .results import JudgeTerm, PPIEstimate
 
 __all__ = [
     "VERA_MH",
@@ -35,9 +28,92 @@ __all__ = [
     "item_indicators",
     "ppi_amhart_score",
     "ppi_item_rate",
+    "ppi_mean",
+    "ppi_ratio",
     "ppi_vera_mh_score",
     "vera_mh_counts",
 ]
+
+
+def ppi_mean(
+    y_labeled: Values,
+    yhat_labeled: Values,
+    yhat_unlabeled: Values,
+    *,
+    confidence: float = 0.95,
+    inclusion_prob: Values | None = None,
+    tuned: bool = False,
+    judge_term: JudgeTerm = "all",
+) -> PPIEstimate:
+    """Estimate a chatbot's mean human score from judge scores and a human-rated sample.
+
+    ``y_labeled`` are the human consensus scores of the rated conversations and
+    ``yhat_labeled`` the judge's scores of the same conversations, in the same order;
+    ``yhat_unlabeled`` the judge's scores of the judged conversations nobody rated. With the
+    default ``judge_term="all"`` the estimate is
+
+        θ̂ = λ · mean(Ŷ over all n + N' judged) + Σ w_i (Y_i - λŶ_i) / Σ w_i  (over the rated)
+
+    with λ = 1, or tuned (PPI++) when ``tuned=True``, and w_i = 1/``inclusion_prob``_i
+    (equal weights when omitted: the rated conversations are then a simple random sample of
+    the judged ones). ``judge_term="unlabeled"`` gives the paper's form, whose judge term
+    averages over the unrated conversations only. Variances, λ̂ and references:
+    :mod:`.engine`. Scores may be 0/1 item answers, AMHART conversation scores or any number.
+
+    Edge cases: fewer than 2 rated conversations with defined scores, lengths that differ,
+    probabilities outside (0, 1], a non-number or an infinity raise
+    :class:`~stats.data.StatsInputError`; missing scores are dropped and counted
+    (:mod:`.engine`); zero variance (every rated conversation scored alike, judge and humans
+    agreeing) gives a point interval and a note; tuning falls back to λ = 1, with a note,
+    when the judge's rated scores do not vary.
+    """
+    y = as_scores(y_labeled, "y_labeled")[:, None]
+    f_lab = as_scores(yhat_labeled, "yhat_labeled")[:, None]
+    f_unl = as_scores(yhat_unlabeled, "yhat_unlabeled")[:, None]
+    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term)
+
+
+def ppi_ratio(
+    numerator_labeled: Values,
+    denominator_labeled: Values,
+    numerator_hat_labeled: Values,
+    denominator_hat_labeled: Values,
+    numerator_hat_unlabeled: Values,
+    denominator_hat_unlabeled: Values,
+    *,
+    confidence: float = 0.95,
+    inclusion_prob: Values | None = None,
+    tuned: bool = False,
+    judge_term: JudgeTerm = "all",
+) -> PPIEstimate:
+    """Estimate a ratio of two means, E[A]/E[B], from judge scores and a human-rated sample.
+
+    For a yes-rate over applicable conversations, A_i = 1 if conversation i's answer is yes
+    and B_i = 1 if it is yes or no (N/A leaves the denominator); :func:`ppi_item_rate` builds
+    these from labels. Each mean is estimated as in :func:`ppi_mean` (same λ for both) and
+    the ratio's variance comes from the delta method with the linearised score
+    (A_i - r B_i)/mean(B) (:mod:`.engine`). A ratio whose denominator mean is not positive
+    (nothing applicable) is None with a note. The six sequences come in pairs: human A and B
+    of the rated conversations, the judge's A and B of the same conversations in the same
+    order, the judge's A and B of the unrated ones. Edge cases as in :func:`ppi_mean`; a
+    conversation is dropped when any of its values is missing.
+    """
+    y = _columns(numerator_labeled, denominator_labeled, "labeled")
+    f_lab = _columns(numerator_hat_labeled, denominator_hat_labeled, "hat_labeled")
+    f_unl = _columns(numerator_hat_unlabeled, denominator_hat_unlabeled, "hat_unlabeled")
+    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term)
+
+
+def _columns(a: Values, b: Values, suffix: str) -> np.ndarray:
+    x = as_scores(a, f"numerator_{suffix}")
+    y = as_scores(b, f"denominator_{suffix}")
+    if x.size != y.size:
+        raise StatsInputError(
+            f"numerator_{suffix} and denominator_{suffix} must have the same length"
+        )
+    return np.column_stack([x, y])
 
 
 def amhart_conversation_scores(conversations: Iterable[Iterable[Any]], name: str) -> np.ndarray:
@@ -71,7 +147,7 @@ def ppi_amhart_score(
     conversation's score is yes/(yes+no) (:func:`~stats.scores.amhart_score`); the chatbot's
     score is the mean over conversations, as in the scorecard. A conversation without any
     applicable item (all N/A or missing) has no score and is dropped and counted, like a
-    missing one. Then :func:`~stats.ppi.ppi_mean`.
+    missing one. Then :func:`ppi_mean`.
     """
     y = amhart_conversation_scores(human, "human")[:, None]
     f_lab = amhart_conversation_scores(judge_labeled, "judge_labeled")[:, None]
@@ -128,7 +204,7 @@ def ppi_item_rate(
 
     Each entry is one conversation's answer to the item. N/A leaves the denominator, as in
     the AMHART score, and humans and judge may disagree on applicability: the rate is the
-    ratio of two means, E[yes]/E[yes or no], estimated by :func:`~stats.ppi.ppi_ratio`'s
+    ratio of two means, E[yes]/E[yes or no], estimated by :func:`ppi_ratio`'s
     delta method. Undefined (None with a note) when the estimated share of applicable
     conversations is not positive.
     """
@@ -228,7 +304,7 @@ def ppi_vera_mh_score(
     BP% and HPH% are ratios of mean counts over relevant (not Not Relevant) labels, so the
     score is a smooth function of three means (Best Practice, High Potential for Harm and
     relevant counts per conversation), estimated by PPI with the delta method
-    (:mod:`.ppi`). Shares estimated outside [0, 1] (possible with PPI on few ratings) are
+    (:mod:`.engine`). Shares estimated outside [0, 1] (possible with PPI on few ratings) are
     clipped, with a note. Undefined when no relevant label is expected.
     """
     y = vera_mh_counts(human, "human")
