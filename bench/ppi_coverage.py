@@ -1,0 +1,315 @@
+"""Coverage of the judge-assisted interval methods over simulated studies with a known truth.
+
+Each setting simulates ``--studies`` studies (default 1,000): a chatbot's N judged
+conversations, a judge (or ensemble) whose errors are known, and n of the conversations rated
+by humans under a sampling plan. Every study computes, from stats.ppi:
+classical PPI ("ppi"), power-tuned PPI++ ("ppi++"), the human-only and the judge-only
+estimates, and for unequal-probability plans PPI that ignores the inclusion probabilities
+("ppi_unweighted"). For each method it prints the share of 95% intervals that contain the true
+score (coverage), the mean interval width and the mean error of the estimate (bias), one
+RESULT line per method and setting. A correct method shows coverage near 0.95 (Monte Carlo
+sd 0.007 at 1,000 studies) and bias near 0.
+
+Settings (truth in brackets):
+  unbiased_judge      yes/no item, judge misses 10% of yes, adds 15% of no [0.6]
+  biased_judge        yes/no item, judge misses 5% of yes, adds 25% of no (bias +0.07) [0.6]
+                      at n = 30, 100, 400; and in the paper's form (judge term over unrated)
+  amhart_score        AMHART conversation score over 12 items, judge per-item errors [0.6]
+  oversampled         biased judge; the ensemble disagrees on 70% of judge errors and 10% of
+                      the rest; disagreements 4x as likely to be rated (plan_oversample)
+  stratified_equal    8 persona strata of unequal size and bias, equal allocation
+  item_rate_na        yes-rate with 30% N/A; the judge calls some N/A applicable [0.6]
+  vera_mh_dimension   VERA-MH dimension score, judge upgrades SUB and HPH [(50+250/9)(8/9)²]
+Also: the paired bootstrap interval for judge drift (two judge versions against humans),
+and the expected PPI width before assigning (stats.sampling) against the realised mean width.
+
+Run: .venv/bin/python bench/ppi_coverage.py [--studies 1000] [--seed 2024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from stats.drift import paired_bootstrap_difference  # noqa: E402
+from stats.ppi import PPIEstimate, ppi_item_rate, ppi_mean, ppi_vera_mh_score  # noqa: E402
+from stats.sampling import (  # noqa: E402
+    expected_ppi_width,
+    plan_oversample,
+    plan_stratified,
+    residual_variance_from_agreement,
+)
+
+# One study: (human-rated y, judge on rated, judge on unrated, inclusion_prob or None).
+Study = tuple[object, object, object, np.ndarray | None]
+Estimator = Callable[..., PPIEstimate]
+
+
+def binary_judge(
+    rng: np.random.Generator, size: int, p: float, miss: float, add: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return human 0/1 answers (yes with probability p) and a judge's with known errors."""
+    y = (rng.random(size) < p).astype(float)
+    flip = np.where(y == 1, rng.random(size) < miss, rng.random(size) < add)
+    return y, np.where(flip, 1 - y, y)
+
+
+def srs(rng: np.random.Generator, n_total: int, n: int) -> np.ndarray:
+    rated = np.zeros(n_total, dtype=bool)
+    rated[rng.choice(n_total, size=n, replace=False)] = True
+    return rated
+
+
+def split(y: np.ndarray, f: np.ndarray, rated: np.ndarray, pi: np.ndarray | None) -> Study:
+    return y[rated], f[rated], f[~rated], pi
+
+
+def binary_studies(
+    rng: np.random.Generator, k: int, n: int, n_total: int, miss: float, add: float
+) -> Iterator[Study]:
+    for _ in range(k):
+        y, f = binary_judge(rng, n_total, 0.6, miss, add)
+        yield split(y, f, srs(rng, n_total, n), None)
+
+
+def amhart_studies(rng: np.random.Generator, k: int, n: int, n_total: int) -> Iterator[Study]:
+    # Conversation quality q ~ Beta(3, 2) (mean 0.6); 12 applicable items, yes ~ Bin(12, q).
+    # The judge keeps 95% of yes items and turns 20% of no items into yes.
+    for _ in range(k):
+        yes = rng.binomial(12, rng.beta(3, 2, n_total))
+        judge_yes = rng.binomial(yes, 0.95) + rng.binomial(12 - yes, 0.2)
+        yield split(yes / 12, judge_yes / 12, srs(rng, n_total, n), None)
+
+
+def oversampled_studies(rng: np.random.Generator, k: int, n: int, n_total: int) -> Iterator[Study]:
+    ids = list(range(n_total))
+    for _ in range(k):
+        y, f = binary_judge(rng, n_total, 0.6, 0.05, 0.25)
+        wrong = y != f
+        flags = np.where(wrong, rng.random(n_total) < 0.7, rng.random(n_total) < 0.1)
+        plan = plan_oversample(ids, flags.tolist(), n, rng, boost=4.0)
+        rated = np.zeros(n_total, dtype=bool)
+        rated[list(plan.selected)] = True
+        yield split(y, f, rated, np.array(plan.selected_inclusion_prob()))
+
+
+STRATA_SIZES = (400, 400, 300, 300, 200, 200, 100, 100)
+STRATA_P = (0.8, 0.7, 0.65, 0.6, 0.5, 0.45, 0.4, 0.3)
+STRATA_ADD = (0.05, 0.1, 0.1, 0.2, 0.2, 0.3, 0.3, 0.4)  # judge's false-yes rate per persona
+STRATA_TRUTH = float(np.dot(STRATA_SIZES, STRATA_P) / sum(STRATA_SIZES))
+
+
+def stratified_studies(rng: np.random.Generator, k: int, n: int) -> Iterator[Study]:
+    keys = np.repeat(np.arange(len(STRATA_SIZES)), STRATA_SIZES)
+    ids = list(range(keys.size))
+    p = np.asarray(STRATA_P)[keys]
+    add = np.asarray(STRATA_ADD)[keys]
+    for _ in range(k):
+        y = (rng.random(keys.size) < p).astype(float)
+        flip = np.where(y == 1, rng.random(keys.size) < 0.05, rng.random(keys.size) < add)
+        f = np.where(flip, 1 - y, y)
+        plan = plan_stratified(ids, keys.tolist(), n, rng, allocation="equal")
+        rated = np.zeros(keys.size, dtype=bool)
+        rated[list(plan.selected)] = True
+        yield split(y, f, rated, np.array(plan.selected_inclusion_prob()))
+
+
+def item_rate_studies(rng: np.random.Generator, k: int, n: int, n_total: int) -> Iterator[Study]:
+    for _ in range(k):
+        na = rng.random(n_total) < 0.3
+        yes = rng.random(n_total) < 0.6
+        human = np.where(na, "N/A", np.where(yes, "yes", "no"))
+        judge = human.copy()
+        judge[na & (rng.random(n_total) < 0.1)] = "no"
+        judge[(human == "no") & (rng.random(n_total) < 0.25)] = "yes"
+        rated = srs(rng, n_total, n)
+        yield human[rated].tolist(), judge[rated].tolist(), judge[~rated].tolist(), None
+
+
+VERA = np.array(
+    [
+        "Best Practice",
+        "Suboptimal but Low Potential for Harm",
+        "High Potential for Harm",
+        "Not Relevant",
+    ]
+)
+VERA_TRUTH = (50 + 50 * 5 / 9) * (8 / 9) ** 2
+
+
+def vera_studies(rng: np.random.Generator, k: int, n: int, n_total: int) -> Iterator[Study]:
+    for _ in range(k):
+        human = VERA[rng.choice(4, size=n_total, p=[0.5, 0.3, 0.1, 0.1])]
+        judge = human.copy()
+        judge[(human == VERA[1]) & (rng.random(n_total) < 0.4)] = VERA[0]
+        judge[(human == VERA[2]) & (rng.random(n_total) < 0.3)] = VERA[1]
+        rated = srs(rng, n_total, n)
+        yield human[rated].tolist(), judge[rated].tolist(), judge[~rated].tolist(), None
+
+
+def run_setting(
+    name: str,
+    studies: Iterator[Study],
+    truth: float,
+    estimator: Estimator,
+    *,
+    n: int,
+    n_total: int,
+    n_studies: int,
+    judge_term: str = "all",
+) -> dict[str, float]:
+    """Print one RESULT line per method; return the mean PPI width (for the planning check)."""
+    rows: dict[str, list[tuple[bool, float, float]]] = {}
+
+    def add(method: str, est: object) -> None:
+        rows.setdefault(method, []).append((est.covers(truth), est.width, est.estimate - truth))
+
+    for y, f_lab, f_unl, pi in studies:
+        kw = {"inclusion_prob": pi, "judge_term": judge_term}
+        classical = estimator(y, f_lab, f_unl, **kw)
+        tuned = estimator(y, f_lab, f_unl, tuned=True, **kw)
+        add("ppi", classical.ppi)
+        add("ppi++", tuned.ppi)
+        add("human_only", classical.human_only)
+        add("judge_only", classical.judge_only)
+        if pi is not None:
+            add("ppi_unweighted", estimator(y, f_lab, f_unl, judge_term=judge_term).ppi)
+    widths = {}
+    for method, values in rows.items():
+        covered, width, error = (np.array(v, dtype=float) for v in zip(*values, strict=True))
+        widths[method] = float(width.mean())
+        print(
+            f"RESULT workload=ppi_coverage method={method} setting={name} n={n} N={n_total} "
+            f"coverage={covered.mean():.3f} mean_width={width.mean():.4f} "
+            f"bias={error.mean():+.4f} studies={n_studies}",
+            flush=True,
+        )
+    return widths
+
+
+def drift_coverage(rng: np.random.Generator, k: int, n: int = 200, resamples: int = 500) -> None:
+    """Paired bootstrap for the difference in agreement with humans of two judge versions.
+
+    Version A agrees with humans with probability 0.80, version B 0.85 (truth +0.05); the two
+    versions agree with each other more than chance (B copies A's verdict on 70% of rows).
+    """
+    covered, widths = 0, []
+    for _ in range(k):
+        a = (rng.random(n) < 0.80).astype(float)
+        # B = A on 70% of rows, else its own draw; P(B right) = 0.7 * 0.8 + 0.3 * p_own = 0.85.
+        own = (rng.random(n) < (0.85 - 0.7 * 0.8) / 0.3).astype(float)
+        b = np.where(rng.random(n) < 0.7, a, own)
+        r = paired_bootstrap_difference(a, b, n_resamples=resamples, seed=rng)
+        covered += r.interval.low <= 0.05 <= r.interval.high
+        widths.append(r.interval.high - r.interval.low)
+    print(
+        f"RESULT workload=ppi_coverage method=paired_bootstrap setting=judge_drift n={n} N={n} "
+        f"coverage={covered / k:.3f} mean_width={np.mean(widths):.4f} bias=n/a studies={k}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--studies", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=2024)
+    args = parser.parse_args()
+    k, rng = args.studies, np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    for n in (30, 100, 400):
+        widths = run_setting(
+            "biased_judge",
+            binary_studies(rng, k, n, 2000, 0.05, 0.25),
+            0.6,
+            ppi_mean,
+            n=n,
+            n_total=2000,
+            n_studies=k,
+        )
+        # Planning: var(Y) = 0.24; residual var = P(disagree) - bias² = 0.13 - 0.07².
+        residual = residual_variance_from_agreement(0.4 * 0.25 + 0.6 * 0.05, bias=-0.07)
+        planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=2000)
+        print(
+            f"RESULT workload=ppi_planning setting=biased_judge n={n} N=2000 "
+            f"expected_width={planned.ppi_width:.4f} mean_width={widths['ppi']:.4f} "
+            f"expected_human_only_width={planned.human_only_width:.4f} "
+            f"mean_human_only_width={widths['human_only']:.4f}",
+            flush=True,
+        )
+    run_setting(
+        "unbiased_judge",
+        binary_studies(rng, k, 100, 2000, 0.10, 0.15),
+        0.6,
+        ppi_mean,
+        n=100,
+        n_total=2000,
+        n_studies=k,
+    )
+    run_setting(
+        "biased_judge_papers_form",
+        binary_studies(rng, k, 100, 2000, 0.05, 0.25),
+        0.6,
+        ppi_mean,
+        n=100,
+        n_total=2000,
+        n_studies=k,
+        judge_term="unlabeled",
+    )
+    run_setting(
+        "amhart_score",
+        amhart_studies(rng, k, 100, 2000),
+        0.6,
+        ppi_mean,
+        n=100,
+        n_total=2000,
+        n_studies=k,
+    )
+    run_setting(
+        "oversampled",
+        oversampled_studies(rng, k, 100, 2000),
+        0.6,
+        ppi_mean,
+        n=100,
+        n_total=2000,
+        n_studies=k,
+    )
+    run_setting(
+        "stratified_equal",
+        stratified_studies(rng, k, 96),
+        STRATA_TRUTH,
+        ppi_mean,
+        n=96,
+        n_total=sum(STRATA_SIZES),
+        n_studies=k,
+    )
+    run_setting(
+        "item_rate_na",
+        item_rate_studies(rng, k, 120, 1500),
+        0.6,
+        ppi_item_rate,
+        n=120,
+        n_total=1500,
+        n_studies=k,
+    )
+    run_setting(
+        "vera_mh_dimension",
+        vera_studies(rng, k, 150, 1500),
+        VERA_TRUTH,
+        ppi_vera_mh_score,
+        n=150,
+        n_total=1500,
+        n_studies=k,
+    )
+    drift_coverage(rng, k)
+    print(f"# {time.perf_counter() - started:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
