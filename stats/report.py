@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +31,13 @@ from .data import (
     Level,
     NaPolicy,
     RatingTable,
+    all_na_labels,
     build_scale,
     build_tables,
     is_na_label,
     normalise_ratings,
 )
+from .labels import Canonical, NaLabels
 
 STATISTICS: tuple[str, ...] = (
     "percent_agreement",
@@ -294,17 +296,18 @@ def item_agreement(
 
 
 def _order_for_policy(
-    order: Sequence[Label] | None, na: NaPolicy, na_labels: Sequence[str]
+    order: Sequence[Label] | None, na: NaPolicy, na_labels: NaLabels
 ) -> tuple[Label, ...] | None:
     if order is None:
         return None
+    every_na = all_na_labels(na_labels)
     out: list[Label] = []
     for label in order:
-        if is_na_label(label, na_labels):
+        if is_na_label(label, every_na):
             if na == "exclude":
                 continue
             label = NA_CATEGORY
-        out.append(label.strip() if isinstance(label, str) else label)
+        out.append(" ".join(label.split()) if isinstance(label, str) else label)
     return tuple(dict.fromkeys(out))
 
 
@@ -313,11 +316,12 @@ def agreement_report(
     *,
     level: Level = "nominal",
     na: NaPolicy = "category",
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
     bootstrap: int = 0,
     seed: int | None = None,
     order: Sequence[Label] | None = None,
     confidence: float = 0.95,
+    canonical: Canonical | None = None,
 ) -> AgreementReport:
     """Compute inter-rater agreement per item and pooled over items from long-form ratings.
 
@@ -330,10 +334,27 @@ def agreement_report(
     of unit resamples for percentile CIs, drawn from ``seed`` (a random seed is drawn and
     recorded when None); every item and the pooled table get independent child streams.
     Pooled treats each (unit, item) pair as one unit.
+
+    Labels go through :func:`stats.labels.normalise_label` (via
+    :func:`stats.data.normalise_ratings`): case and whitespace are ignored, so "Yes" and "yes"
+    are one category. ``na_labels`` lists the labels that mean "not applicable" and replaces
+    the defaults (N/A, NA, n/a, na, N.A., not applicable); pass e.g. ``["Not Relevant"]`` for
+    VERA-MH, or a mapping item -> labels to declare them per item (items absent from the
+    mapping use the defaults). Under ``na="category"`` they all become the category "N/A";
+    under ``na="exclude"`` they are dropped and counted. ``canonical`` (a list, or a mapping
+    item -> list) fixes the allowed labels and their spelling; ``order`` is used the same way
+    when ``canonical`` is not given, so a label outside it raises
+    :class:`stats.labels.UnknownLabelError`.
     """
-    na_labels = tuple(na_labels)
-    norm = normalise_ratings(ratings, na=na, na_labels=na_labels)
+    if not isinstance(na_labels, Mapping):
+        na_labels = (na_labels,) if isinstance(na_labels, str) else tuple(na_labels)
     order_used = _order_for_policy(order, na, na_labels)
+    norm = normalise_ratings(
+        ratings,
+        na=na,
+        na_labels=na_labels,
+        canonical=canonical if canonical is not None else order_used,
+    )
     scale = build_scale((r.label for r in norm.ratings), level=level, order=order_used)
     tables, pooled_table = build_tables(norm.ratings, norm.items, scale)
     if bootstrap < 0:
