@@ -134,6 +134,8 @@ class ItemAgreement:
             "fleiss_kappa": self.fleiss_kappa,
             "fleiss_p0": self.fleiss_p0,
             "fleiss_pe": self.fleiss_pe,
+            "fleiss_variant": self.fleiss.variant,
+            "fleiss_variant_label": self.fleiss.variant_label,
             "cohen_kappa_mean": self.cohen_kappa_mean,
             "cohen_pairs": [
                 {
