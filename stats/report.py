@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .data import (
     is_na_label,
     normalise_ratings,
 )
-from .labels import Canonical, NaLabels
+from .labels import Canonical, NaLabels, na_labels_for
 
 STATISTICS: tuple[str, ...] = (
     "percent_agreement",
@@ -56,7 +56,14 @@ class ItemAgreement:
     ``n_units`` counts units with at least one rating, ``n_units_pairable`` those with two or
     more (the ones agreement is measured on). ``base_rates`` are shares of all non-missing
     ratings. ``cis`` holds percentile bootstrap intervals keyed by the names in
-    :data:`STATISTICS` (empty without bootstrap). ``notes`` explain every None.
+    :data:`STATISTICS` (empty without bootstrap); each interval carries ``n_undefined`` and
+    ``percent_undefined`` (resamples where the coefficient was undefined, left out).
+    ``notes`` explain every None.
+
+    ``resampling`` says what the bootstrap drew: ``"units"`` (the table's units: conversations
+    for an item; (conversation, item) pairs for a pooled table under ``pooled_resampling=
+    "pairs"``), ``"clusters"`` (whole conversations with all their items), or None without
+    bootstrap. ``n_clusters`` is the number of clusters drawn from (None unless clustered).
     """
 
     item: Hashable | None
@@ -79,6 +86,8 @@ class ItemAgreement:
     gwet: GwetAC1
     cis: dict[str, ConfidenceInterval]
     notes: tuple[str, ...]
+    resampling: str | None = None
+    n_clusters: int | None = None
 
     @property
     def fleiss_kappa(self) -> float | None:
@@ -163,13 +172,50 @@ class ItemAgreement:
             out[f"{name}_ci"] = None if ci.low is None else [ci.low, ci.high]
         if self.cis:
             out["bootstrap"] = {name: ci.as_dict() for name, ci in self.cis.items()}
+            out["ci_percent_undefined"] = {
+                name: ci.percent_undefined for name, ci in self.cis.items()
+            }
+        out["resampling"] = self.resampling
+        out["n_clusters"] = self.n_clusters
         out["notes"] = list(self.notes)
         return out
 
 
+PooledResampling = Literal["cluster", "pairs"]
+POOLED_RESAMPLING: tuple[PooledResampling, ...] = ("cluster", "pairs")
+
+
+def describe_intervals(
+    n_resamples: int, pooled_resampling: PooledResampling, confidence: float = 0.95
+) -> tuple[str, str]:
+    """Return the machine name and a sentence for the report's interval method.
+
+    Machine names: ``"percentile_bootstrap_cluster"``, ``"percentile_bootstrap_pairs"``, or
+    ``"none"`` without bootstrap.
+    """
+    if not n_resamples:
+        return "none", "no confidence intervals (no bootstrap)"
+    if pooled_resampling == "cluster":
+        pooled = "whole conversations (clusters: all items of a drawn conversation together)"
+    else:
+        pooled = "(conversation, item) pairs, as if independent"
+    sentence = (
+        f"{confidence:.0%} percentile bootstrap, {n_resamples} resamples; pooled: resamples of "
+        f"{pooled}; per item: resamples of conversations"
+    )
+    return f"percentile_bootstrap_{pooled_resampling}", sentence
+
+
 @dataclass(frozen=True)
 class AgreementReport:
-    """Agreement pooled over items and per item (keyed by item, in order of appearance)."""
+    """Agreement pooled over items and per item (keyed by item, in order of appearance).
+
+    ``pooled_resampling``: how the pooled bootstrap drew, ``"cluster"`` (whole conversations)
+    or ``"pairs"`` ((conversation, item) pairs). ``interval_method``: a machine name,
+    ``"percentile_bootstrap_cluster"``, ``"percentile_bootstrap_pairs"`` or ``"none"``;
+    ``interval_method_label``: the same as a sentence for the page. ``na_labels``: the labels
+    treated as N/A (a tuple, or a mapping item -> tuple when declared per item).
+    """
 
     pooled: ItemAgreement
     items: dict[Hashable, ItemAgreement]
@@ -179,19 +225,38 @@ class AgreementReport:
     n_resamples: int
     seed: int | None
     confidence: float
+    pooled_resampling: PooledResampling = "cluster"
+    interval_method: str = "none"
+    interval_method_label: str = "no confidence intervals (no bootstrap)"
+    na_labels: tuple[str, ...] | dict[Hashable, tuple[str, ...]] = DEFAULT_NA_LABELS
 
     def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready mapping with ``pooled`` and ``items`` (keyed by ``str(item)``)."""
+        """Return a JSON-ready mapping with ``pooled`` and ``items`` (keyed by ``str(item)``).
+
+        Top level: ``level``, ``na_policy``, ``na_labels`` (list, or item -> list), ``order``,
+        ``interval_method``, ``interval_method_label``, ``pooled_resampling`` and
+        ``bootstrap`` (None without resamples).
+        """
+        na_labels = (
+            {str(k): list(v) for k, v in self.na_labels.items()}
+            if isinstance(self.na_labels, Mapping)
+            else list(self.na_labels)
+        )
         return {
             "level": self.level,
             "na_policy": self.na_policy,
+            "na_labels": na_labels,
             "order": None if self.order is None else [str(x) for x in self.order],
+            "interval_method": self.interval_method,
+            "interval_method_label": self.interval_method_label,
+            "pooled_resampling": self.pooled_resampling,
             "bootstrap": (
                 {
                     "n_resamples": self.n_resamples,
                     "seed": self.seed,
                     "confidence": self.confidence,
-                    "method": "percentile interval; units resampled with replacement",
+                    "method": self.interval_method_label,
+                    "pooled_resampling": self.pooled_resampling,
                 }
                 if self.n_resamples
                 else None
@@ -225,13 +290,18 @@ def item_agreement(
     n_resamples: int = 0,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
+    clusters: Sequence[Hashable] | None = None,
 ) -> ItemAgreement:
     """Compute every agreement coefficient of one rating table, with optional bootstrap CIs.
 
     Degenerate tables (no rating, one rater, no unit rated twice, one category) give None
     coefficients and explanatory ``notes``, never NaN. The bootstrap resamples the table's
-    units (see :func:`stats.bootstrap.bootstrap_intervals`).
+    units, or with ``clusters`` (one cluster label per row of ``table.units``, e.g. the
+    conversation of each (conversation, item) unit) whole clusters (see
+    :func:`stats.bootstrap.bootstrap_intervals`). Reference: Efron & Tibshirani (1993), ch. 13.
     """
+    if clusters is not None and len(clusters) != table.n_units:
+        raise ValueError("clusters must give one cluster per unit of the table")
     counts = table.counts
     n_ratings = table.n_ratings
     label_counts = {c: int(k) for c, k in zip(table.categories, counts.sum(axis=0), strict=True)}
@@ -262,11 +332,18 @@ def item_agreement(
         if result.note and not (n_ratings == 0 or table.n_raters == 1):
             notes.append(result.note)
     cis: dict[str, ConfidenceInterval] = {}
+    resampling = n_clusters = None
     if n_resamples and table.n_units:
         rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
         cis = bootstrap_intervals(
-            _batched(table, level), n_resamples=n_resamples, seed=rng, confidence=confidence
+            _batched(table, level),
+            n_resamples=n_resamples,
+            seed=rng,
+            confidence=confidence,
+            clusters=clusters,
         )
+        resampling = "units" if clusters is None else "clusters"
+        n_clusters = None if clusters is None else len(set(clusters))
         cis = {name: cis[name] for name in STATISTICS if name in cis}
         notes.extend(f"{name} CI: {ci.note}" for name, ci in cis.items() if ci.note)
         if level == "nominal":
@@ -294,6 +371,8 @@ def item_agreement(
         gwet=results["gwet"],
         cis=cis,
         notes=tuple(dict.fromkeys(notes)),
+        resampling=resampling,
+        n_clusters=n_clusters,
     )
 
 
@@ -324,6 +403,7 @@ def agreement_report(
     order: Sequence[Label] | None = None,
     confidence: float = 0.95,
     canonical: Canonical | None = None,
+    pooled_resampling: PooledResampling = "cluster",
 ) -> AgreementReport:
     """Compute inter-rater agreement per item and pooled over items from long-form ratings.
 
@@ -336,6 +416,14 @@ def agreement_report(
     of unit resamples for percentile CIs, drawn from ``seed`` (a random seed is drawn and
     recorded when None); every item and the pooled table get independent child streams.
     Pooled treats each (unit, item) pair as one unit.
+
+    Intervals: per item, the bootstrap resamples units (conversations). Pooled, with
+    ``pooled_resampling="cluster"`` (default) it resamples whole units with all their items
+    (a cluster bootstrap), because items of one conversation are not independent; with
+    ``"pairs"`` it resamples (unit, item) pairs as if independent, which understates the
+    uncertainty when items of a conversation agree together (the behaviour before issue 11).
+    With a single item both give the same interval. The report records the choice in
+    ``pooled_resampling``, ``interval_method`` and ``interval_method_label``.
 
     Labels go through :func:`stats.labels.normalise_label` (via
     :func:`stats.data.normalise_ratings`): case and whitespace are ignored, so "Yes" and "yes"
@@ -361,6 +449,8 @@ def agreement_report(
     tables, pooled_table = build_tables(norm.ratings, norm.items, scale)
     if bootstrap < 0:
         raise ValueError("bootstrap must be a non-negative number of resamples")
+    if pooled_resampling not in POOLED_RESAMPLING:
+        raise ValueError(f"pooled_resampling must be one of {POOLED_RESAMPLING}")
     if bootstrap and seed is None:
         seed = secrets.randbits(32)
     streams = np.random.SeedSequence(seed).spawn(len(tables) + 1) if bootstrap else None
@@ -376,12 +466,35 @@ def agreement_report(
         )
         for i, (item, table) in enumerate(tables.items())
     }
+    clusters = None
+    if pooled_resampling == "cluster":
+        clusters = [unit for unit, _item in pooled_table.units]  # pooled units: (unit, item)
     pooled = item_agreement(
         pooled_table,
         item=None,
         n_missing=sum(norm.n_missing.values()),
         n_na_excluded=sum(norm.n_na_excluded.values()),
         seed=streams[0] if streams else None,
+        clusters=clusters,
         **common,
     )
-    return AgreementReport(pooled, items, level, na, order_used, bootstrap, seed, confidence)
+    method, method_label = describe_intervals(bootstrap, pooled_resampling, confidence)
+    na_record = (
+        {k: na_labels_for(na_labels, k) for k in norm.items}
+        if isinstance(na_labels, Mapping)
+        else na_labels
+    )
+    return AgreementReport(
+        pooled,
+        items,
+        level,
+        na,
+        order_used,
+        bootstrap,
+        seed,
+        confidence,
+        pooled_resampling=pooled_resampling,
+        interval_method=method,
+        interval_method_label=method_label,
+        na_labels=na_record,
+    )
