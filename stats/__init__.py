@@ -37,6 +37,7 @@ from .data import (
     normalise_ratings,
 )
 from .labels import DEFAULT_NA_LABELS, UnknownLabelError, normalise_label
+from .precision import PrecisionPlan, precision_plan
 from .reference import ReferenceAgreement, rater_pair_agreement, reference_agreement
 from .report import AgreementReport, ItemAgreement, agreement_report, item_agreement
 from .scores import AmhartScore, VeraMhScore, amhart_score, vera_mh_score
@@ -57,6 +58,7 @@ __all__ = [
     "KrippendorffAlpha",
     "PairKappa",
     "PercentAgreement",
+    "PrecisionPlan",
     "RaterComparison",
     "Rating",
     "RatingTable",
@@ -86,6 +88,7 @@ __all__ = [
     "pairwise_cohen",
     "percent_agreement",
     "percentile_interval",
+    "precision_plan",
     "rater_pair_agreement",
     "reference_agreement",
     "vera_mh_score",

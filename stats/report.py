@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -38,6 +38,7 @@ from .data import (
     normalise_ratings,
 )
 from .labels import Canonical, NaLabels, na_labels_for
+from .precision import DEFAULT_TARGET_WIDTH, PrecisionPlan, precision_plan
 
 STATISTICS: tuple[str, ...] = (
     "percent_agreement",
@@ -64,6 +65,13 @@ class ItemAgreement:
     for an item; (conversation, item) pairs for a pooled table under ``pooled_resampling=
     "pairs"``), ``"clusters"`` (whole conversations with all their items), or None without
     bootstrap. ``n_clusters`` is the number of clusters drawn from (None unless clustered).
+
+    ``undefined_reasons`` maps each coefficient name of :data:`STATISTICS` whose value is None
+    to the reason in words (e.g. "1 rating so far: reliability needs at least 2 raters on a
+    conversation"). ``precision`` maps each coefficient with an interval to a
+    :class:`stats.precision.PrecisionPlan`: the width now and the estimated number of more
+    doubly-rated units (conversations) for the report's target width (empty without
+    bootstrap or without a target).
     """
 
     item: Hashable | None
@@ -88,6 +96,8 @@ class ItemAgreement:
     notes: tuple[str, ...]
     resampling: str | None = None
     n_clusters: int | None = None
+    undefined_reasons: dict[str, str] = field(default_factory=dict)
+    precision: dict[str, PrecisionPlan] = field(default_factory=dict)
 
     @property
     def fleiss_kappa(self) -> float | None:
@@ -177,6 +187,8 @@ class ItemAgreement:
             }
         out["resampling"] = self.resampling
         out["n_clusters"] = self.n_clusters
+        out["undefined_reasons"] = dict(self.undefined_reasons)
+        out["precision"] = {name: plan.as_dict() for name, plan in self.precision.items()}
         out["notes"] = list(self.notes)
         return out
 
@@ -215,6 +227,7 @@ class AgreementReport:
     ``"percentile_bootstrap_cluster"``, ``"percentile_bootstrap_pairs"`` or ``"none"``;
     ``interval_method_label``: the same as a sentence for the page. ``na_labels``: the labels
     treated as N/A (a tuple, or a mapping item -> tuple when declared per item).
+    ``target_width``: the CI width the precision plans aim at (None: no plans).
     """
 
     pooled: ItemAgreement
@@ -229,6 +242,7 @@ class AgreementReport:
     interval_method: str = "none"
     interval_method_label: str = "no confidence intervals (no bootstrap)"
     na_labels: tuple[str, ...] | dict[Hashable, tuple[str, ...]] = DEFAULT_NA_LABELS
+    target_width: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready mapping with ``pooled`` and ``items`` (keyed by ``str(item)``).
@@ -250,6 +264,7 @@ class AgreementReport:
             "interval_method": self.interval_method,
             "interval_method_label": self.interval_method_label,
             "pooled_resampling": self.pooled_resampling,
+            "target_width": self.target_width,
             "bootstrap": (
                 {
                     "n_resamples": self.n_resamples,
@@ -291,6 +306,8 @@ def item_agreement(
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
     clusters: Sequence[Hashable] | None = None,
+    target_width: float | None = None,
+    unit_name: str = "units",
 ) -> ItemAgreement:
     """Compute every agreement coefficient of one rating table, with optional bootstrap CIs.
 
@@ -298,7 +315,11 @@ def item_agreement(
     coefficients and explanatory ``notes``, never NaN. The bootstrap resamples the table's
     units, or with ``clusters`` (one cluster label per row of ``table.units``, e.g. the
     conversation of each (conversation, item) unit) whole clusters (see
-    :func:`stats.bootstrap.bootstrap_intervals`). Reference: Efron & Tibshirani (1993), ch. 13.
+    :func:`stats.bootstrap.bootstrap_intervals`). With ``target_width`` each interval gets a
+    :func:`stats.precision.precision_plan` over the units rated at least twice (with
+    ``clusters``: the clusters holding such a unit), counted in ``unit_name`` (what a unit, or
+    a cluster, of this table is: e.g. "conversations"). Reference: Efron & Tibshirani (1993),
+    ch. 13.
     """
     if clusters is not None and len(clusters) != table.n_units:
         raise ValueError("clusters must give one cluster per unit of the table")
@@ -318,10 +339,9 @@ def item_agreement(
         "gwet": gwet_ac1(table),
     }
     notes: list[str] = []
-    if n_ratings == 0:
-        notes.append("no ratings: every label is missing")
-    elif table.n_raters == 1:
-        notes.append(f"only one rater ({table.raters[0]!r}): agreement needs two raters")
+    headline = _why_nothing_is_measured(table, pairable)
+    if headline:
+        notes.append(headline)
     elif pairable == 1:
         notes.append("only one unit has two or more ratings: estimates rest on a single unit")
     if n_na_excluded:
@@ -329,10 +349,32 @@ def item_agreement(
     if n_missing:
         notes.append(f"{n_missing} missing rating(s) ignored")
     for result in results.values():
-        if result.note and not (n_ratings == 0 or table.n_raters == 1):
+        if result.note and not headline:
             notes.append(result.note)
+    values = {
+        "percent_agreement": results["pa"].value,
+        "fleiss_kappa": results["fleiss"].kappa,
+        "cohen_kappa_mean": results["cohen"].mean,
+        "krippendorff_alpha": alpha.alpha,
+        "krippendorff_alpha_nominal": nominal.alpha,
+        "gwet_ac1": results["gwet"].ac1,
+    }
+    sources = {
+        "percent_agreement": results["pa"],
+        "fleiss_kappa": results["fleiss"],
+        "cohen_kappa_mean": results["cohen"],
+        "krippendorff_alpha": alpha,
+        "krippendorff_alpha_nominal": nominal,
+        "gwet_ac1": results["gwet"],
+    }
+    undefined_reasons = {
+        name: headline or sources[name].note or f"{name} undefined"
+        for name, value in values.items()
+        if value is None
+    }
     cis: dict[str, ConfidenceInterval] = {}
     resampling = n_clusters = None
+    precision: dict[str, PrecisionPlan] = {}
     if n_resamples and table.n_units:
         rng = np.random.default_rng(seed) if not isinstance(seed, np.random.Generator) else seed
         cis = bootstrap_intervals(
@@ -348,6 +390,8 @@ def item_agreement(
         notes.extend(f"{name} CI: {ci.note}" for name, ci in cis.items() if ci.note)
         if level == "nominal":
             cis["krippendorff_alpha_nominal"] = cis["krippendorff_alpha"]
+        if target_width is not None:
+            precision = _precision(cis, table, clusters, target_width, unit_name)
     elif n_resamples:
         notes.append("no units: bootstrap skipped")
     return ItemAgreement(
@@ -373,7 +417,43 @@ def item_agreement(
         notes=tuple(dict.fromkeys(notes)),
         resampling=resampling,
         n_clusters=n_clusters,
+        undefined_reasons=undefined_reasons,
+        precision=precision,
     )
+
+
+def _why_nothing_is_measured(table: RatingTable, pairable: int) -> str | None:
+    """Return the one reason every coefficient is undefined, if there is one."""
+    n = table.n_ratings
+    need = "reliability needs at least 2 raters on a conversation"
+    if n == 0:
+        return "no ratings: every label is missing"
+    if n == 1:
+        return f"1 rating so far: {need}"
+    if table.n_raters == 1:
+        return f"only one rater ({table.raters[0]!r}) so far, {n} ratings: {need}"
+    if pairable == 0:
+        return (
+            f"{n} ratings from {table.n_raters} raters so far, but no conversation has two "
+            f"of them: {need}"
+        )
+    return None
+
+
+def _precision(
+    cis: dict[str, ConfidenceInterval],
+    table: RatingTable,
+    clusters: Sequence[Hashable] | None,
+    target_width: float,
+    unit: str,
+) -> dict[str, PrecisionPlan]:
+    """Plan each interval: the width scales with the number of drawn, doubly-rated units."""
+    rated_twice = table.counts.sum(axis=1) >= 2
+    if clusters is None:
+        n = int(rated_twice.sum())
+    else:
+        n = len({c for c, ok in zip(clusters, rated_twice, strict=True) if ok})
+    return {name: precision_plan(ci.width, n, target_width, unit=unit) for name, ci in cis.items()}
 
 
 def _order_for_policy(
@@ -404,6 +484,7 @@ def agreement_report(
     confidence: float = 0.95,
     canonical: Canonical | None = None,
     pooled_resampling: PooledResampling = "cluster",
+    target_width: float | None = DEFAULT_TARGET_WIDTH,
 ) -> AgreementReport:
     """Compute inter-rater agreement per item and pooled over items from long-form ratings.
 
@@ -424,6 +505,10 @@ def agreement_report(
     uncertainty when items of a conversation agree together (the behaviour before issue 11).
     With a single item both give the same interval. The report records the choice in
     ``pooled_resampling``, ``interval_method`` and ``interval_method_label``.
+
+    ``target_width`` (default 0.10; None to skip): with a bootstrap, every interval gets a
+    precision plan (:func:`stats.precision.precision_plan`) estimating how many more
+    doubly-rated conversations would bring its width under the target.
 
     Labels go through :func:`stats.labels.normalise_label` (via
     :func:`stats.data.normalise_ratings`): case and whitespace are ignored, so "Yes" and "yes"
@@ -454,7 +539,13 @@ def agreement_report(
     if bootstrap and seed is None:
         seed = secrets.randbits(32)
     streams = np.random.SeedSequence(seed).spawn(len(tables) + 1) if bootstrap else None
-    common = {"level": level, "na_policy": na, "n_resamples": bootstrap, "confidence": confidence}
+    common = {
+        "level": level,
+        "na_policy": na,
+        "n_resamples": bootstrap,
+        "confidence": confidence,
+        "target_width": target_width,
+    }
     items = {
         item: item_agreement(
             table,
@@ -462,6 +553,7 @@ def agreement_report(
             n_missing=norm.n_missing.get(item, 0),
             n_na_excluded=norm.n_na_excluded.get(item, 0),
             seed=streams[i + 1] if streams else None,
+            unit_name="conversations",
             **common,
         )
         for i, (item, table) in enumerate(tables.items())
@@ -476,6 +568,7 @@ def agreement_report(
         n_na_excluded=sum(norm.n_na_excluded.values()),
         seed=streams[0] if streams else None,
         clusters=clusters,
+        unit_name="conversations" if clusters is not None else "(conversation, item) pairs",
         **common,
     )
     method, method_label = describe_intervals(bootstrap, pooled_resampling, confidence)
@@ -497,4 +590,5 @@ def agreement_report(
         interval_method=method,
         interval_method_label=method_label,
         na_labels=na_record,
+        target_width=target_width,
     )
