@@ -97,10 +97,10 @@ def is_na_label(label: object, na_labels: Iterable[str] = DEFAULT_NA_LABELS) -> 
 def all_na_labels(na_labels: NaLabels) -> tuple[str, ...]:
     """Return every N/A label of a plain list or of a mapping item -> labels (with defaults)."""
     if isinstance(na_labels, Mapping):
-        out = [*DEFAULT_NA_LABELS]
-        for labels in na_labels.values():
-            out += na_labels_for({None: labels}, None)
-        return tuple(dict.fromkeys(out))
+        per_item = [na_labels_for(na_labels, item) for item in na_labels]
+        return tuple(
+            dict.fromkeys([*DEFAULT_NA_LABELS, *(x for labels in per_item for x in labels)])
+        )
     return na_labels_for(na_labels, None)
 
 
