@@ -36,11 +36,14 @@ from .data import (
     coincidence_matrix,
     normalise_ratings,
 )
+from .labels import DEFAULT_NA_LABELS, UnknownLabelError, normalise_label
+from .precision import PrecisionPlan, precision_plan
 from .reference import ReferenceAgreement, rater_pair_agreement, reference_agreement
 from .report import AgreementReport, ItemAgreement, agreement_report, item_agreement
 from .scores import AmhartScore, VeraMhScore, amhart_score, vera_mh_score
 
 __all__ = [
+    "DEFAULT_NA_LABELS",
     "NA_CATEGORY",
     "AgreementReport",
     "AmhartScore",
@@ -55,11 +58,13 @@ __all__ = [
     "KrippendorffAlpha",
     "PairKappa",
     "PercentAgreement",
+    "PrecisionPlan",
     "RaterComparison",
     "Rating",
     "RatingTable",
     "ReferenceAgreement",
     "StatsInputError",
+    "UnknownLabelError",
     "VeraMhScore",
     "agreement_report",
     "amhart_score",
@@ -78,10 +83,12 @@ __all__ = [
     "item_agreement",
     "krippendorff_alpha",
     "majority_vote",
+    "normalise_label",
     "normalise_ratings",
     "pairwise_cohen",
     "percent_agreement",
     "percentile_interval",
+    "precision_plan",
     "rater_pair_agreement",
     "reference_agreement",
     "vera_mh_score",

@@ -39,9 +39,26 @@ class PercentAgreement:
     note: str | None = None
 
 
+FLEISS_1971 = "fleiss_1971"
+GWET_2014_VARYING_RATERS = "gwet_2014_varying_raters"
+FLEISS_VARIANT_LABELS: dict[str, str] = {
+    FLEISS_1971: "Fleiss (1971): the same number of raters on every unit",
+    GWET_2014_VARYING_RATERS: (
+        "Gwet (2014) generalisation for a varying number of raters per unit (as irrCAC): "
+        "P0 over units rated at least twice, chance agreement over all rated units"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class FleissKappa:
-    """Fleiss' kappa with its observed (P0) and chance (Pe) agreement."""
+    """Fleiss' kappa with its observed (P0) and chance (Pe) agreement.
+
+    ``variant`` names the estimator actually used: ``"fleiss_1971"`` when every rated unit
+    has the same number of ratings, ``"gwet_2014_varying_raters"`` otherwise (None when
+    nothing was rated); ``variant_label`` says the same in words. ``min_raters`` and
+    ``max_raters`` count ratings over units rated at least twice.
+    """
 
     kappa: float | None
     p0: float | None
@@ -50,6 +67,8 @@ class FleissKappa:
     min_raters: int
     max_raters: int
     note: str | None = None
+    variant: str | None = None
+    variant_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,11 +214,21 @@ def fleiss_kappa(data: RatingTable | Any) -> FleissKappa:
     mean share of category c per rated unit (Gwet 2014, ch. 2). With equal raters per unit this
     is Fleiss (1971). Undefined when no unit has two ratings or a single category is observed
     (Pe = 1); one rater therefore gives None. Input: units x categories counts or a table.
+
+    The result's ``variant`` says which of the two was computed: ``"fleiss_1971"`` when every
+    rated unit (at least one rating) has the same number of ratings, else
+    ``"gwet_2014_varying_raters"`` -- a unit with a single rating among units rated three
+    times makes it the generalisation, since that unit counts in pi_c but not in P0. None for
+    no rating at all. Reference: Fleiss (1971), Psychol. Bull. 76, 378-382; Gwet (2014),
+    Handbook of Inter-Rater Reliability, 4th ed., ch. 2; irrCAC ``fleiss.kappa.raw``.
     """
     counts = as_counts(data)
     kappa, p0, pe = fleiss_batched(counts).estimate()
     m = counts.sum(axis=1)
     pairable = m[m >= 2]
+    variant = None
+    if len(m):
+        variant = FLEISS_1971 if m.min() == m.max() else GWET_2014_VARYING_RATERS
     return FleissKappa(
         kappa=_nan_to_none(kappa),
         p0=_nan_to_none(p0),
@@ -208,6 +237,8 @@ def fleiss_kappa(data: RatingTable | Any) -> FleissKappa:
         min_raters=int(pairable.min()) if len(pairable) else 0,
         max_raters=int(pairable.max()) if len(pairable) else 0,
         note=_pooled_note(counts, _names(data, counts.shape[1]), "Fleiss' kappa"),
+        variant=variant,
+        variant_label=None if variant is None else FLEISS_VARIANT_LABELS[variant],
     )
 
 

@@ -21,10 +21,11 @@ from .data import (
     NA_POLICIES,
     StatsInputError,
     as_number,
-    is_missing,
     is_na_label,
 )
-from .report import AgreementReport, ItemAgreement, agreement_report
+from .labels import LabelNormaliser, label_key
+from .precision import DEFAULT_TARGET_WIDTH
+from .report import POOLED_RESAMPLING, AgreementReport, ItemAgreement, agreement_report
 
 COLUMNS = ("unit", "rater", "item", "label")
 
@@ -119,23 +120,28 @@ def _check_labels(
     level: str,
     na: str,
     order: Sequence[str] | None,
+    na_labels: Sequence[str] = DEFAULT_NA_LABELS,
 ) -> None:
-    # Locate scale problems by line here; the library would only name the label.
-    allowed = None if order is None else set(order)
-    order_has_na = order is not None and any(is_na_label(x) for x in order)
-    for line, (_, _, _, label) in rows:
-        if label is None or is_missing(label):
-            continue
-        na_label = is_na_label(label, DEFAULT_NA_LABELS)
-        if na_label and na == "exclude":
+    # Locate scale problems by line here; the library would only name the label. Labels are
+    # compared as the library compares them (stats.labels: case and whitespace ignored).
+    normalise = LabelNormaliser(na_labels=na_labels)
+    allowed = None if order is None else {label_key(normalise(x)) for x in order}
+    order_has_na = order is not None and any(is_na_label(x, na_labels) for x in order)
+    shown = "" if order is None else " (" + ", ".join(order) + ")"
+    for line, (_, _, _, raw) in rows:
+        label, is_na = normalise.split(raw)
+        if label is None or (is_na and na == "exclude"):
             continue
         if allowed is not None:
-            if label not in allowed and not (na_label and order_has_na):
-                raise CsvInputError(path, f"label {label!r} is not in --order", line, "label")
+            known = order_has_na if is_na else label_key(label) in allowed
+            if not known:
+                raise CsvInputError(
+                    path, f"label {raw!r} is not in --order{shown}", line, "label"
+                )
         elif level != "nominal" and as_number(label) is None:
-            hint = " (use --na exclude or --order)" if na_label else " (use --order)"
+            hint = " (use --na exclude or --order)" if is_na else " (use --order)"
             raise CsvInputError(
-                path, f"{level} level needs numeric labels, found {label!r}{hint}", line, "label"
+                path, f"{level} level needs numeric labels, found {raw!r}{hint}", line, "label"
             )
 
 
@@ -166,6 +172,12 @@ def _row(label: str, a: ItemAgreement) -> list[str]:
     return cells
 
 
+_VARIANTS = {
+    "fleiss_1971": "Fleiss (1971), the same number of raters on every unit",
+    "gwet_2014_varying_raters": "Gwet (2014) generalisation, a varying number of raters per unit",
+}
+
+
 def format_table(report: AgreementReport, source: str) -> str:
     """Render the report as a plain-text table followed by the notes."""
     head = [
@@ -187,14 +199,23 @@ def format_table(report: AgreementReport, source: str) -> str:
     body += [_row(str(k), v) for k, v in report.items.items()]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = [f"Agreement for {source}"]
-    setup = f"level: {report.level}; N/A: {report.na_policy}"
-    if report.n_resamples:
-        setup += (
-            f"; bootstrap: {report.n_resamples} unit resamples, seed {report.seed}, "
-            f"{report.confidence:.0%} percentile intervals in brackets"
-        )
+    na_labels = report.na_labels
+    if isinstance(na_labels, dict):
+        na_labels = tuple(dict.fromkeys(x for labels in na_labels.values() for x in labels))
+    setup = f"level: {report.level}; N/A: {report.na_policy} (N/A labels: {', '.join(na_labels)})"
     lines.append(setup)
+    if report.n_resamples:
+        lines.append(
+            f"intervals in brackets: {report.interval_method_label}; seed {report.seed}"
+        )
     lines.append("pooled: every (unit, item) pair is one unit")
+    blocks = [("pooled", report.pooled), *((str(k), v) for k, v in report.items.items())]
+    variants: dict[str, list[str]] = {}
+    for where, block in blocks:
+        if block.fleiss.variant:
+            variants.setdefault(block.fleiss.variant, []).append(where)
+    for variant, where in variants.items():
+        lines.append(f"Fleiss' kappa, {_VARIANTS.get(variant, variant)}: {', '.join(where)}")
     lines.append("")
     for r in [head, *body]:
         lines.append(
@@ -203,6 +224,14 @@ def format_table(report: AgreementReport, source: str) -> str:
                 for i, (c, w) in enumerate(zip(r, widths, strict=True))
             ).rstrip()
         )
+    plans = [
+        (where, block.precision["krippendorff_alpha"])
+        for where, block in blocks
+        if "krippendorff_alpha" in block.precision
+    ]
+    if plans:
+        lines += ["", f"Precision (Krippendorff's alpha, target width {plans[0][1].target:.2f}):"]
+        lines += [f"  {where}: {plan.note}" for where, plan in plans]
     notes = [("pooled", report.pooled.notes)] + [
         (f"item {k}", v.notes) for k, v in report.items.items()
     ]
@@ -227,14 +256,47 @@ def build_parser() -> argparse.ArgumentParser:
         "--na", choices=NA_POLICIES, default="category", help="N/A as a category or excluded"
     )
     agree.add_argument(
-        "--bootstrap", type=_non_negative, default=0, metavar="N", help="unit resamples for CIs"
+        "--bootstrap",
+        type=_non_negative,
+        default=0,
+        metavar="N",
+        help="bootstrap resamples for CIs (per item: conversations; pooled: see "
+        "--pooled-resampling)",
     )
     agree.add_argument(
         "--seed", type=int, default=None, metavar="S", help="random seed of the bootstrap"
     )
     agree.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     agree.add_argument(
-        "--order", default=None, help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'"
+        "--order",
+        default=None,
+        help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'; every label in the data "
+        "must be in it (case-insensitive). Its order matters for --level ordinal/interval; "
+        "at nominal level it only declares the full set of categories",
+    )
+    agree.add_argument(
+        "--na-label",
+        action="append",
+        default=None,
+        metavar="LABEL",
+        help="a label meaning 'not applicable' (e.g. 'Not Relevant'); repeat for several. "
+        "When given, these REPLACE the default N/A spellings ("
+        + ", ".join(DEFAULT_NA_LABELS).replace("%", "%%")
+        + "); list them too to keep them",
+    )
+    agree.add_argument(
+        "--pooled-resampling",
+        choices=POOLED_RESAMPLING,
+        default="cluster",
+        help="pooled bootstrap: resample whole conversations with all their items (cluster, "
+        "default) or (conversation, item) pairs as if independent (pairs)",
+    )
+    agree.add_argument(
+        "--target-width",
+        type=float,
+        default=DEFAULT_TARGET_WIDTH,
+        metavar="W",
+        help="CI width the precision plans aim at (default 0.10; needs --bootstrap)",
     )
     agree.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
@@ -256,18 +318,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < args.confidence < 1:
         print("error: --confidence must lie strictly between 0 and 1", file=sys.stderr)
         return 2
+    if not args.target_width > 0:
+        print("error: --target-width must be positive", file=sys.stderr)
+        return 2
     order = [x.strip() for x in args.order.split(",")] if args.order else None
+    na_labels = tuple(x.strip() for x in args.na_label) if args.na_label else DEFAULT_NA_LABELS
+    if order is not None and args.level == "nominal":
+        print(
+            "warning: --order has no effect on nominal coefficients (nominal categories are "
+            "unordered); its labels are only checked against the data and declare the full "
+            "set of categories (which Gwet's AC1 counts)",
+            file=sys.stderr,
+        )
     try:
         numbered = _read_numbered(args.file)
-        _check_labels(args.file, numbered, level=args.level, na=args.na, order=order)
+        _check_labels(
+            args.file, numbered, level=args.level, na=args.na, order=order, na_labels=na_labels
+        )
         report = agreement_report(
             [row for _, row in numbered],
             level=args.level,
             na=args.na,
+            na_labels=na_labels,
             bootstrap=args.bootstrap,
             seed=args.seed,
             order=order,
             confidence=args.confidence,
+            pooled_resampling=args.pooled_resampling,
+            target_width=args.target_width,
         )
     except CsvInputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,6 +3,13 @@
 A consensus never guesses: an unresolved tie returns ``label=None`` with provenance ``"tie"``
 (or ``"no_majority"`` for votes), so a report can count and show the cases to adjudicate.
 N/A is a label like any other here (AMHART: "N/A treated as a third category").
+
+Labels are compared after :func:`stats.labels.normalise_label`: case and whitespace are
+ignored and the N/A spellings are one label, so judge labels "Yes", "YES", "no" give the
+majority "yes"-label. The output spelling: the first canonical spelling when ``canonical`` is
+given; otherwise the most common spelling among the votes, ties going to the smallest in
+code-point order (so it does not depend on the order of the voters); N/A spellings come out
+as "N/A".
 """
 
 from __future__ import annotations
@@ -12,7 +19,16 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .data import DEFAULT_NA_LABELS, Label, is_missing, normalise_ratings, sort_labels
+from .data import normalise_ratings, sort_labels
+from .labels import (
+    DEFAULT_NA_LABELS,
+    Canonical,
+    Label,
+    LabelNormaliser,
+    NaLabels,
+    choose_spellings,
+    label_key,
+)
 
 TiePolicy = Literal["unresolved", "tie_breaker"]
 Provenance = Literal[
@@ -39,9 +55,21 @@ class Consensus:
 
 
 def _votes(labels: Iterable[Label]) -> tuple[tuple[Label, int], ...]:
+    # labels are normalised and share one spelling per label_key.
     counter = Counter(labels)
     order = {label: i for i, label in enumerate(sort_labels(counter))}
     return tuple(sorted(counter.items(), key=lambda kv: (-kv[1], order[kv[0]])))
+
+
+def _normalised(
+    labels: Mapping[Hashable, object], na_labels: Iterable[str], canonical: Sequence[Label] | None
+) -> dict[Hashable, Label]:
+    """Return the non-missing labels, normalised and respelled one spelling per label."""
+    normalise = LabelNormaliser(na_labels=na_labels, canonical=canonical)
+    given = {k: normalise(x) for k, x in labels.items()}
+    present = {k: x for k, x in given.items() if x is not None}
+    spelling = choose_spellings(list(present.values()), canonical=canonical)
+    return {k: spelling[label_key(x)] for k, x in present.items()}
 
 
 def consensus(
@@ -49,19 +77,28 @@ def consensus(
     *,
     tie_policy: TiePolicy = "unresolved",
     tie_breaker: Hashable | None = None,
+    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    canonical: Sequence[Label] | None = None,
 ) -> Consensus:
     """Return the modal label of one unit's ratings, with a tie policy and its provenance.
 
-    Missing ratings are ignored. A unique mode wins ("unanimous", "majority" or "plurality").
-    On a tie between modes, ``tie_policy="tie_breaker"`` lets the rater ``tie_breaker`` decide
-    when their own label is one of the tied modes (AMHART: the clinical psychologist breaks
-    2-2 ties); otherwise, or if that rater did not rate, the result is an unresolved "tie".
+    Labels are normalised first (:func:`stats.labels.normalise_label` with ``na_labels`` and
+    ``canonical``): "Yes" and "yes" are one label, every N/A spelling is "N/A", and a label
+    outside ``canonical`` raises :class:`stats.labels.UnknownLabelError`. The output spelling
+    is the canonical one, else the most common among the ratings (ties: smallest in
+    code-point order). Missing ratings are ignored; none at all gives "no_ratings". A unique
+    mode wins ("unanimous", "majority" or "plurality"). On a tie between modes,
+    ``tie_policy="tie_breaker"`` lets the rater ``tie_breaker`` decide when their own label is
+    one of the tied modes (AMHART: the clinical psychologist breaks 2-2 ties); otherwise, or
+    if that rater did not rate, the result is an unresolved "tie". A single rater is
+    "unanimous". Reference: AMHART paper, human consensus (modal rating, psychologist breaks
+    ties).
     """
     if tie_policy not in ("unresolved", "tie_breaker"):
         raise ValueError(f"tie_policy must be 'unresolved' or 'tie_breaker', not {tie_policy!r}")
     if tie_policy == "tie_breaker" and tie_breaker is None:
         raise ValueError("tie_policy='tie_breaker' needs the tie_breaker rater")
-    given = {r: x for r, x in labels_by_rater.items() if not is_missing(x)}
+    given = _normalised(labels_by_rater, na_labels, canonical)
     votes = _votes(given.values())
     n = len(given)
     if not votes:
@@ -87,19 +124,31 @@ def consensus(
     return Consensus(None, "tie", votes, n, modes, f"tie between {modes!r} unresolved")
 
 
-def majority_vote(labels: Sequence[Label | None], min_votes: int | None = None) -> Consensus:
+def majority_vote(
+    labels: Sequence[Label | None],
+    min_votes: int | None = None,
+    *,
+    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    canonical: Sequence[Label] | None = None,
+) -> Consensus:
     """Return the label given by at least ``min_votes`` voters (a judge ensemble's vote).
 
     ``labels`` holds one entry per voter; a missing entry (a judge that failed) still counts
     as a voter. ``min_votes`` defaults to a strict majority of all voters, len(labels)//2 + 1
     (AMHART: two of three judges). No label reaching it gives "no_majority"; two labels
-    reaching a low threshold give an unresolved "tie". N/A is its own category.
+    reaching a low threshold give an unresolved "tie"; no vote at all gives "no_ratings". N/A
+    is its own category. Labels are compared after :func:`stats.labels.normalise_label`
+    (case, whitespace and N/A spellings ignored; ``canonical`` fixes the allowed labels), so
+    "Yes", "YES", "no" give a majority for yes. Its spelling: the canonical one ("yes" with
+    ``canonical=["yes", "no", "N/A"]``), else the most common spelling among its votes, a tie
+    going to the smallest in code-point order ("YES" before "Yes"). Reference: AMHART paper,
+    judge ensemble (two of three judges).
     """
     n_voters = len(labels)
     threshold = n_voters // 2 + 1 if min_votes is None else int(min_votes)
     if threshold < 1:
         raise ValueError("min_votes must be at least 1")
-    given = [x for x in labels if not is_missing(x)]
+    given = list(_normalised(dict(enumerate(labels)), na_labels, canonical).values())
     votes = _votes(given)
     if not votes:
         return Consensus(None, "no_ratings", (), 0, note="no votes")
@@ -114,8 +163,10 @@ def majority_vote(labels: Sequence[Label | None], min_votes: int | None = None) 
     return Consensus(None, "no_majority", votes, len(given), note=note)
 
 
-def _group(ratings: Any, na_labels: Iterable[str]) -> dict[tuple[Hashable, Hashable], dict]:
-    normalised = normalise_ratings(ratings, na="category", na_labels=na_labels)
+def _group(
+    ratings: Any, na_labels: NaLabels, canonical: Canonical | None
+) -> dict[tuple[Hashable, Hashable], dict]:
+    normalised = normalise_ratings(ratings, na="category", na_labels=na_labels, canonical=canonical)
     groups: dict[tuple[Hashable, Hashable], dict[Hashable, Label]] = {}
     for r in normalised.ratings:
         groups.setdefault((r.unit, r.item), {})[r.rater] = r.label
@@ -127,15 +178,20 @@ def consensus_labels(
     *,
     tie_policy: TiePolicy = "unresolved",
     tie_breaker: Hashable | None = None,
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
+    canonical: Canonical | None = None,
 ) -> dict[tuple[Hashable, Hashable], Consensus]:
     """Return the :func:`consensus` of every (unit, item) in long-form ratings.
 
-    N/A spellings become the category "N/A"; missing ratings are ignored.
+    Labels go through :func:`stats.data.normalise_ratings` (same ``na_labels`` and
+    ``canonical``, each a list for every item or a mapping item -> list): N/A spellings
+    become the category "N/A", case is ignored, and one spelling per label is used across the
+    whole data set. Missing ratings are ignored.
     """
     return {
-        key: consensus(by_rater, tie_policy=tie_policy, tie_breaker=tie_breaker)
-        for key, by_rater in _group(ratings, na_labels).items()
+        # Already normalised: no second N/A mapping under the default spellings.
+        key: consensus(by_rater, tie_policy=tie_policy, tie_breaker=tie_breaker, na_labels=())
+        for key, by_rater in _group(ratings, na_labels, canonical).items()
     }
 
 
@@ -144,20 +200,22 @@ def ensemble_labels(
     *,
     min_votes: int | None = None,
     voters: Sequence[Hashable] | None = None,
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
+    canonical: Canonical | None = None,
 ) -> dict[tuple[Hashable, Hashable], Consensus]:
     """Return the :func:`majority_vote` of the voters for every (unit, item) in long form.
 
     ``voters`` (default: every rater in the data) fixes the panel, so a judge with no label
-    for a unit counts as a missing vote rather than shrinking the panel.
+    for a unit counts as a missing vote rather than shrinking the panel. Labels are
+    normalised as in :func:`consensus_labels` (case-insensitive, N/A spellings merged).
     """
-    groups = _group(ratings, na_labels)
+    groups = _group(ratings, na_labels, canonical)
     panel = (
         list(voters)
         if voters is not None
         else list(dict.fromkeys(r for g in groups.values() for r in g))
     )
     return {
-        key: majority_vote([by_rater.get(v) for v in panel], min_votes)
+        key: majority_vote([by_rater.get(v) for v in panel], min_votes, na_labels=())
         for key, by_rater in groups.items()
     }

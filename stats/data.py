@@ -8,13 +8,26 @@ scales (order, numeric values) live in :mod:`.scale`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from .labels import (
+    DEFAULT_NA_LABELS,
+    NA_CATEGORY,
+    Canonical,
+    LabelNormaliser,
+    NaLabels,
+    UnknownLabelError,
+    canonical_for,
+    choose_spellings,
+    fold_label,
+    is_missing,
+    label_key,
+    na_labels_for,
+)
 from .scale import (
     LEVELS,
     Label,
@@ -38,6 +51,8 @@ __all__ = [
     "RatingTable",
     "Scale",
     "StatsInputError",
+    "UnknownLabelError",
+    "all_na_labels",
     "as_counts",
     "as_number",
     "build_scale",
@@ -54,8 +69,6 @@ __all__ = [
 NaPolicy = Literal["category", "exclude"]
 
 NA_POLICIES: tuple[NaPolicy, ...] = ("category", "exclude")
-DEFAULT_NA_LABELS: tuple[str, ...] = ("N/A", "NA", "na", "n/a")
-NA_CATEGORY = "N/A"
 
 
 @dataclass(frozen=True)
@@ -68,23 +81,27 @@ class Rating:
     label: Label | None
 
 
-def is_missing(label: object) -> bool:
-    """Tell whether a label means "no rating": None, NaN, pandas NA, or a blank string."""
-    if label is None:
-        return True
-    if isinstance(label, float) and math.isnan(label):
-        return True
-    if isinstance(label, str) and not label.strip():
-        return True
-    return type(label).__name__ in ("NAType", "NaTType")
-
-
 def is_na_label(label: object, na_labels: Iterable[str] = DEFAULT_NA_LABELS) -> bool:
-    """Tell whether a label is the "not applicable" answer (case-insensitive, trimmed)."""
+    """Tell whether a label is the "not applicable" answer.
+
+    Compared as :func:`stats.labels.normalise_label` does: trimmed, inner whitespace collapsed,
+    case-insensitive. A bare string ``na_labels`` is one label, not a list of characters.
+    """
     if not isinstance(label, str):
         return False
-    folded = {s.strip().casefold() for s in na_labels}
-    return label.strip().casefold() in folded
+    if isinstance(na_labels, str):
+        na_labels = (na_labels,)
+    return fold_label(label) in {fold_label(s) for s in na_labels}
+
+
+def all_na_labels(na_labels: NaLabels) -> tuple[str, ...]:
+    """Return every N/A label of a plain list or of a mapping item -> labels (with defaults)."""
+    if isinstance(na_labels, Mapping):
+        per_item = [na_labels_for(na_labels, item) for item in na_labels]
+        return tuple(
+            dict.fromkeys([*DEFAULT_NA_LABELS, *(x for labels in per_item for x in labels)])
+        )
+    return na_labels_for(na_labels, None)
 
 
 def _iter_rows(ratings: Any) -> Iterable[tuple[Any, Any, Any, Any]]:
@@ -104,20 +121,6 @@ def _iter_rows(ratings: Any) -> Iterable[tuple[Any, Any, Any, Any]]:
             yield (unit, rater, item, label)
 
 
-_MISSING = object()
-_DROP = object()
-
-
-def _clean_label(label: Any, na: NaPolicy, folded_na: frozenset[str]) -> Any:
-    if is_missing(label):
-        return _MISSING
-    if isinstance(label, str):
-        label = label.strip()
-        if label.casefold() in folded_na:
-            return _DROP if na == "exclude" else NA_CATEGORY
-    return label
-
-
 @dataclass(frozen=True)
 class NormalisedRatings:
     """Ratings after the N/A policy: non-missing ratings plus what was dropped and why."""
@@ -133,22 +136,40 @@ def normalise_ratings(
     ratings: Any,
     *,
     na: NaPolicy = "category",
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
+    canonical: Canonical | None = None,
 ) -> NormalisedRatings:
-    """Apply the N/A policy to long-form ratings and drop missing ones, counting both.
+    """Apply the label normaliser and the N/A policy to long-form ratings, counting drops.
 
     ``ratings`` is an iterable of :class:`Rating`, of ``(unit, rater, item, label)`` tuples, of
-    mappings with those keys, or a pandas DataFrame with those columns. Missing labels (None,
-    NaN, blank) are dropped and counted per item. N/A answers (``na_labels``, compared
-    case-insensitively) become the single category ``"N/A"`` when ``na="category"`` and are
-    dropped like missing ratings when ``na="exclude"``. String labels are trimmed. Two ratings
-    of the same (unit, rater, item) raise :class:`StatsInputError`. Items keep the order in
-    which they first appear.
+    mappings with those keys, or a pandas DataFrame with those columns. Every label goes
+    through :func:`stats.labels.normalise_label`: missing labels (None, NaN, blank) are dropped
+    and counted per item; whitespace is cleaned and case ignored; N/A answers become the single
+    category ``"N/A"`` when ``na="category"`` and are dropped (counted in ``n_na_excluded``)
+    when ``na="exclude"``.
+
+    ``na_labels``: the labels meaning "not applicable", replacing the default list
+    (:data:`stats.labels.DEFAULT_NA_LABELS`); a mapping item -> labels declares them per item
+    (items absent from it use the defaults), e.g. ``{"Detects Potential Risk":
+    ["Not Relevant"]}``. ``canonical``: the allowed labels (one list for all items, or a
+    mapping item -> list); a label outside them raises
+    :class:`stats.labels.UnknownLabelError` naming the unit, rater and item, and matching
+    labels take the canonical spelling. Labels equal but for case are one category; its
+    spelling is the canonical one, else the most common spelling over all the ratings (ties:
+    smallest in code-point order), so every item and the pooled table share it.
+
+    Two ratings of the same (unit, rater, item) raise :class:`StatsInputError`. Items keep the
+    order in which they first appear. Empty input gives no ratings and no items.
     """
     if na not in NA_POLICIES:
         raise StatsInputError(f"na must be one of {NA_POLICIES}, not {na!r}")
-    folded_na = frozenset(s.strip().casefold() for s in na_labels)
-    cleaned: dict[Any, Any] = {}  # label -> trimmed label, NA_CATEGORY, or _DROP (few distinct)
+    per_item = isinstance(na_labels, Mapping) or isinstance(canonical, Mapping)
+    shared = (
+        None
+        if per_item
+        else LabelNormaliser(na_labels=na_labels_for(na_labels, None), canonical=canonical)  # type: ignore[arg-type]
+    )
+    normalisers: dict[Hashable, LabelNormaliser] = {}
     kept: list[Rating] = []
     items: dict[Hashable, None] = {}
     n_missing: dict[Hashable, int] = {}
@@ -161,22 +182,43 @@ def normalise_ratings(
                 f"duplicate rating: unit {unit!r}, rater {rater!r}, item {item!r} appears twice"
             )
         seen.add(key)
-        items.setdefault(item, None)
-        n_missing.setdefault(item, 0)
-        n_na.setdefault(item, 0)
+        if item not in items:
+            items[item] = None
+            n_missing[item] = 0
+            n_na[item] = 0
+            normalisers[item] = shared or LabelNormaliser(
+                na_labels=na_labels_for(na_labels, item),
+                canonical=canonical_for(canonical, item),
+                item=item,
+            )
         try:
-            clean = cleaned[label]
-        except KeyError:
-            clean = cleaned[label] = _clean_label(label, na, folded_na)
-        except TypeError:  # an unhashable label: let the table builder reject it
-            clean = label
-        if clean is _MISSING:
+            clean, is_na = normalisers[item].split(label)
+        except UnknownLabelError as exc:
+            where = f"unit {unit!r}, rater {rater!r}"
+            raise UnknownLabelError(label, exc.canonical, item, where) from None
+        if clean is None:
             n_missing[item] += 1
-        elif clean is _DROP:
+        elif is_na and na == "exclude":
             n_na[item] += 1
         else:
             kept.append(Rating(unit, rater, item, clean))
+    kept = _one_spelling_per_label(kept)
     return NormalisedRatings(tuple(kept), tuple(items), n_missing, n_na, na)
+
+
+def _one_spelling_per_label(ratings: list[Rating]) -> list[Rating]:
+    tally: dict[Label, int] = {}
+    for r in ratings:
+        tally[r.label] = tally.get(r.label, 0) + 1
+    keys = [label_key(label) for label in tally]
+    if len(set(keys)) == len(keys):
+        return ratings  # every label already has a single spelling
+    spelling = choose_spellings(tally)
+    respell = {label: spelling[label_key(label)] for label in tally}
+    return [
+        r if respell[r.label] == r.label else Rating(r.unit, r.rater, r.item, respell[r.label])
+        for r in ratings
+    ]
 
 
 @dataclass(frozen=True, eq=False)

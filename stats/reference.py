@@ -7,7 +7,7 @@ agree with each other.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,14 +15,20 @@ from .confusion import RaterComparison, compare_each_pair, compare_to_reference
 from .consensus import Consensus
 from .data import (
     DEFAULT_NA_LABELS,
-    NA_CATEGORY,
     Label,
     NaPolicy,
     Rating,
-    is_missing,
-    is_na_label,
     normalise_ratings,
     sort_labels,
+)
+from .labels import (
+    Canonical,
+    LabelNormaliser,
+    NaLabels,
+    canonical_for,
+    choose_spellings,
+    label_key,
+    na_labels_for,
 )
 
 UnitItem = tuple[Hashable, Hashable]
@@ -55,21 +61,50 @@ def _by_rater(ratings: Sequence[Rating]) -> dict[Hashable, dict[UnitItem, Label]
 
 
 def _reference_map(
-    reference: Mapping[UnitItem, Label | Consensus | None], na: NaPolicy, na_labels: Iterable[str]
+    reference: Mapping[UnitItem, Label | Consensus | None],
+    na: NaPolicy,
+    na_labels: NaLabels,
+    canonical: Canonical | None = None,
 ) -> dict[UnitItem, Label]:
-    na_labels = tuple(na_labels)
+    normalisers: dict[Hashable, LabelNormaliser] = {}
     out: dict[UnitItem, Label] = {}
     for key, value in reference.items():
-        label = value.label if isinstance(value, Consensus) else value
-        if is_missing(label):
+        item = key[1]
+        if item not in normalisers:
+            normalisers[item] = LabelNormaliser(
+                na_labels=na_labels_for(na_labels, item),
+                canonical=canonical_for(canonical, item),
+                item=item,
+            )
+        label, is_na = normalisers[item].split(
+            value.label if isinstance(value, Consensus) else value
+        )
+        if label is None or (is_na and na == "exclude"):
             continue
-        if isinstance(label, str):
-            label = label.strip()
-        if is_na_label(label, na_labels):
-            if na == "exclude":
-                continue
-            label = NA_CATEGORY
         out[key] = label
+    return out
+
+
+def _same_spellings(
+    *sides: Sequence[Rating] | Mapping[UnitItem, Label],
+) -> list[Sequence[Rating] | dict[UnitItem, Label]]:
+    # Each side was normalised on its own; make "Yes" on one side and "yes" on the other one
+    # label, spelled as most often over both sides.
+    tally: dict[Label, int] = {}
+    for side in sides:
+        labels = side.values() if isinstance(side, Mapping) else (r.label for r in side)
+        for label in labels:
+            tally[label] = tally.get(label, 0) + 1
+    spelling = choose_spellings(tally)
+    respell = {label: spelling[label_key(label)] for label in tally}
+    if all(respell[x] == x for x in tally):
+        return list(sides)
+    out: list[Sequence[Rating] | dict[UnitItem, Label]] = []
+    for side in sides:
+        if isinstance(side, Mapping):
+            out.append({k: respell[v] for k, v in side.items()})
+        else:
+            out.append([Rating(r.unit, r.rater, r.item, respell[r.label]) for r in side])
     return out
 
 
@@ -82,23 +117,28 @@ def reference_agreement(
     reference: Mapping[UnitItem, Label | Consensus | None],
     *,
     na: NaPolicy = "category",
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
     labels: Sequence[Label] | None = None,
     reference_name: Hashable = "reference",
+    canonical: Canonical | None = None,
 ) -> ReferenceAgreement:
     """Compare every rater in long-form ``ratings`` with a reference labelling.
 
     ``reference`` maps (unit, item) to a label or to a :class:`Consensus` (unresolved ones,
-    label None, are missing). The N/A policy applies to both sides. Per item and pooled over
-    (unit, item) pairs: n, percent agreement, Cohen's kappa and a confusion matrix per rater.
+    label None, are missing). Both sides go through the same label normaliser
+    (:func:`stats.labels.normalise_label`: case and whitespace ignored, N/A spellings, or the
+    ``na_labels`` declared by the caller, as one "N/A"; ``canonical`` fixes the allowed labels
+    and spelling), so a judge's "Yes" agrees with a consensus "yes". The N/A policy applies to
+    both sides. Per item and pooled over (unit, item) pairs: n, percent agreement, Cohen's
+    kappa and a confusion matrix per rater.
     """
-    norm = normalise_ratings(ratings, na=na, na_labels=na_labels)
-    ref = _reference_map(reference, na, na_labels)
-    raters = _by_rater(norm.ratings)
+    norm = normalise_ratings(ratings, na=na, na_labels=na_labels, canonical=canonical)
+    rated, ref = _same_spellings(norm.ratings, _reference_map(reference, na, na_labels, canonical))
+    raters = _by_rater(rated)  # type: ignore[arg-type]
     names = (
         tuple(labels)
         if labels is not None
-        else sort_labels([*ref.values(), *(r.label for r in norm.ratings)])
+        else sort_labels([*ref.values(), *(r.label for r in rated)])  # type: ignore[union-attr]
     )
     items = list(dict.fromkeys([*norm.items, *(k[1] for k in ref)]))
     per_item = {
@@ -119,20 +159,21 @@ def rater_pair_agreement(
     reference_ratings: Any,
     *,
     na: NaPolicy = "category",
-    na_labels: Iterable[str] = DEFAULT_NA_LABELS,
+    na_labels: NaLabels = DEFAULT_NA_LABELS,
     labels: Sequence[Label] | None = None,
+    canonical: Canonical | None = None,
 ) -> ReferenceAgreement:
     """Compare each rater in ``ratings`` with each rater in ``reference_ratings`` (long form).
 
     E.g. each judge against each single human, per item and pooled over (unit, item) pairs.
+    Both sides go through the same label normaliser as :func:`reference_agreement`.
     """
-    norm = normalise_ratings(ratings, na=na, na_labels=na_labels)
-    ref_norm = normalise_ratings(reference_ratings, na=na, na_labels=na_labels)
-    raters, refs = _by_rater(norm.ratings), _by_rater(ref_norm.ratings)
+    norm = normalise_ratings(ratings, na=na, na_labels=na_labels, canonical=canonical)
+    ref_norm = normalise_ratings(reference_ratings, na=na, na_labels=na_labels, canonical=canonical)
+    rated, ref_rated = _same_spellings(norm.ratings, ref_norm.ratings)
+    raters, refs = _by_rater(rated), _by_rater(ref_rated)  # type: ignore[arg-type]
     names = (
-        tuple(labels)
-        if labels is not None
-        else sort_labels(r.label for r in (*norm.ratings, *ref_norm.ratings))
+        tuple(labels) if labels is not None else sort_labels(r.label for r in (*rated, *ref_rated))  # type: ignore[union-attr]
     )
     items = list(dict.fromkeys([*norm.items, *ref_norm.items]))
     per_item = {
