@@ -87,11 +87,11 @@ def check_a11y(page, where: str = "") -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def screenshot(page, name: str, *, a11y: bool = True) -> Path:  # type: ignore[no-untyped-def]
-    """Save a full-page screenshot under test-artifacts/ and check the page with axe-core."""
+def screenshot(page, name: str, *, a11y: bool = True, full_page: bool = True) -> Path:  # type: ignore[no-untyped-def]
+    """Save a screenshot under test-artifacts/ and check the page with axe-core."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     if a11y:
         check_a11y(page, name)
     return path
