@@ -32,6 +32,7 @@ from annotation.studies.forms import (
     ReassignForm,
     SelectionForm,
     StudyCreateForm,
+    chatbot_names_in,
 )
 from annotation.studies.ratings_import import ratings_import
 from annotation.studies.services import (
@@ -83,7 +84,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())
         try:
             study = study_create(
-                name=data["name"], description=data["description"], instrument=data["instrument"],
+                name=data["name"], rater_title=data["rater_title"], description=data["description"], instrument=data["instrument"],
                 section=data["section"], conversation_ids=ids, created_by=request.user,
                 coordinators=[request.user], raters=data["raters"],
                 raters_per_conversation=data["raters_per_conversation"], composition=data["composition"] or None,
@@ -96,7 +97,17 @@ def study_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Study created with {study.study_conversations.count()} conversations. Assign the raters next.")
             return _detail(study.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "annotation/coordinator/study_form.html", {"form": form}, status=status)
+    context: dict[str, Any] = {"form": form}
+    if request.method == "POST":
+        # Keep the live count after an error: the same selection, counted again.
+        selection = SelectionForm(request.POST)
+        if selection.is_valid():
+            ids, record = conversation_ids_for_selection(**selection.selection_kwargs())
+            context.update(preview={"n": len(ids), "record": record, "form": selection})
+        named = chatbot_names_in(request.POST.get("name", ""))
+        if named:
+            context["name_warning"] = named
+    return render(request, "annotation/coordinator/study_form.html", context, status=status)
 
 
 @require_GET
