@@ -222,7 +222,9 @@ def study_rater_remove(request: HttpRequest, pk: int, user_id: int) -> HttpRespo
 def assignment_reassign_view(request: HttpRequest, pk: int, assignment_id: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
     assignment = reads.assignment_get_for_coordinator(study, pk=assignment_id)
-    raters = [m.user for m in reads.rater_memberships(study) if m.active and m.user_id != assignment.rater_id]
+    # Only raters who could take it: active, and not already holding this conversation.
+    holders = reads.conversation_holders(study, conversation_id=assignment.conversation_id)
+    raters = [m.user for m in reads.rater_memberships(study) if m.active and m.user_id not in holders]
     form = ReassignForm(request.POST or None, raters=raters)
     movable = assignment.status in (AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS)
     if request.method == "POST" and movable and form.is_valid():

@@ -515,3 +515,16 @@ def test_a_coordinator_gives_a_researcher_read_access_to_the_results(db, coordin
     assert study.events.filter(action="member_added").exists()
     assert client_for(researcher).get(f"/reports/studies/{study.pk}/reliability/").status_code == 200
     assert client_for(outsider).post(f"/studies/{study.pk}/members/add/", {"user": outsider.pk, "role": "researcher"}).status_code == 404
+
+
+def test_move_targets_leave_out_raters_who_already_hold_the_conversation(coordinator, outsider):
+    raters = clinicians(3, prefix="mover")
+    study = make_study(coordinator, raters, n=3, k=2)
+    study_assign(study=study, actor=coordinator, seed=1)
+    assignment = study.assignments.order_by("id").first()
+    holders = set(study.assignments.filter(conversation_id=assignment.conversation_id).values_list("rater_id", flat=True))
+    response = client_for(coordinator).get(reverse("annotation:study-assignment-reassign", args=[study.pk, assignment.pk]))
+    offered = {int(value) for value, _ in response.context["form"].fields["new_rater"].choices}
+    assert offered == {r.pk for r in raters} - holders and offered
+    url = reverse("annotation:study-assignment-reassign", args=[study.pk, assignment.pk])
+    assert client_for(outsider).get(url).status_code == 404
