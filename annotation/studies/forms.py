@@ -138,8 +138,9 @@ class StudyCreateForm(SelectionForm):
 
     name = forms.CharField(max_length=200, label="Internal name", help_text="For coordinators and researchers only; raters never see it")
     rater_title = forms.CharField(
-        max_length=200, label="Title shown to raters",
-        help_text="What raters see instead of the internal name. Never name a chatbot, model or persona design here.",
+        max_length=200, label="Title shown to raters", required=False,
+        help_text="What raters see instead of the internal name (empty: \"Study\" and its number). "
+        "Never name a chatbot, model or persona design here.",
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     instrument = forms.ModelChoiceField(

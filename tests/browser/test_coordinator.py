@@ -35,7 +35,9 @@ def test_a_coordinator_builds_a_study_and_assigns_raters_through_the_pages(page)
     page.click("text=New study")
     page.fill("#id_name", "Kind-bot pilot")
     page.select_option("#id_instrument", label="AMHART: Adolescent Mental Health AI Response Tool (v1)")
-    page.select_option("#id_targets", label=f"{chatbot}")
+    page.fill("#field-targets input[type=search]", "T-KIND") if page.locator("#field-targets input[type=search]").count() else None
+    page.check(f"#field-targets input[value='{chatbot.pk}']")
+    page.fill("#id_rater_title", "Adolescent support study")
     page.fill("#id_sample_size", "20")
     page.fill("#id_sample_seed", "2026")
     expect(page.locator("#selection-preview")).to_contain_text("20 conversations selected (a random sample from 24 matches, seed 2026)")
@@ -58,6 +60,7 @@ def test_a_coordinator_builds_a_study_and_assigns_raters_through_the_pages(page)
     loads = page.locator("table.matrix td.load").all_inner_texts()
     assert sorted(loads) == ["10", "10", "10", "10"]
     study = Study.objects.get(name="Kind-bot pilot")
+    assert study.rater_title == "Adolescent support study"
     assert study.assignment_seed == 7 and study.sample_seed == 2026 and study.assignments.count() == 40
     screenshot(page, "study-design")
 
