@@ -13,6 +13,10 @@ class TiePolicy(models.TextChoices):
 
 class Study(models.Model):
     name = models.CharField(max_length=200)
+    # Raters never see ``name`` (it often names the chatbots under test): they see this title.
+    rater_title = models.CharField(
+        max_length=200, blank=True, help_text="Shown to raters instead of the internal name"
+    )
     description = models.TextField(blank=True)
     raters_per_conversation = models.PositiveSmallIntegerField(default=2)
     # e.g. {"clinician": 2, "expert": 1}: how many raters of each label per conversation.

@@ -11,6 +11,7 @@ from corpus.personas import api as personas_api
 from corpus.targets import api as targets_api
 from judging import api as judging_api
 from reports import api as reports_api
+from simulation import api as simulation_api
 
 router = DefaultRouter()
 router.register("conversations", conversations_api.ConversationViewSet, basename="conversation")
@@ -20,6 +21,9 @@ router.register("instruments", instruments_api.InstrumentViewSet, basename="inst
 router.register("judges", judging_api.JudgeViewSet, basename="judge")
 router.register("judge-prompts", judging_api.PromptTemplateViewSet, basename="judge-prompt")
 router.register("judge-runs", judging_api.JudgeRunViewSet, basename="judge-run")
+# On the root router (not an included one) so the API root lists them.
+router.register("simulation-batches", simulation_api.SimulationBatchViewSet, basename="simulation-batch")
+router.register("simulation-prompts", simulation_api.SimulationPromptViewSet, basename="simulation-prompt")
 
 api_v1 = [
     path("", include(router.urls)),
@@ -28,7 +32,6 @@ api_v1 = [
     path("imports/instruments/", instruments_api.InstrumentImportView.as_view(), name="import-instruments"),
     path("", include("annotation.rating.api")),
     path("", include("annotation.studies.api")),
-    path("", include("simulation.api")),
     path("reports/studies/<int:pk>/reliability/", reports_api.StudyReliabilityView.as_view(), name="report-reliability"),
     path("reports/studies/<int:pk>/judges/", reports_api.StudyJudgesView.as_view(), name="report-judges"),
     path("reports/studies/<int:pk>/scorecard/", reports_api.StudyScorecardView.as_view(), name="report-scorecard"),

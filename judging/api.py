@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from judging import selectors, services
 from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
+from judging.launch import judges_preflight
 from judging.models import Judge, JudgeRun, PromptTemplate
 from judging.serializers import (
     JudgeRunCreateSerializer,
@@ -29,6 +30,7 @@ from judging.serializers import (
     PromptTemplateSerializer,
     RetryResponseSerializer,
 )
+from simulation.preflight import enabled as preflight_enabled
 
 
 class JudgingPermission(BasePermission):
@@ -118,8 +120,14 @@ class JudgeRunViewSet(
                 codes=v["codes"],
                 include_flagged=v["include_flagged"],
             )
+            judges = selectors.judges_by_reference(v["judges"])
+            if preflight_enabled():
+                report = judges_preflight(judges)
+                if not report.ok:
+                    return Response({"detail": report.message(), "preflight": [c.as_dict() for c in report.checks]},
+                                    status=status.HTTP_400_BAD_REQUEST)
             run = services.judge_run_create(
-                judges=selectors.judges_by_reference(v["judges"]),
+                judges=judges,
                 conversation_ids=ids,
                 selection=selection,
                 instances=v["instances"],

@@ -31,7 +31,10 @@ class JudgeForm(forms.Form):
         max_length=100, required=False, label="API key variable",
         help_text="The NAME of the environment variable holding the key (never the key itself)",
     )
-    temperature = forms.FloatField(required=False, initial=0.0, min_value=0.0, max_value=2.0, help_text="Blank: not sent (some reasoning models refuse it)")
+    temperature = forms.FloatField(
+        required=False, min_value=0.0, max_value=2.0,
+        help_text="Blank (the default): not sent, the provider's default applies. Some models refuse any temperature.",
+    )
     reasoning_effort = forms.ChoiceField(choices=ReasoningEffort.choices, required=False)
     params = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, initial="{}", label="Other parameters (JSON)")
     prompt = forms.ModelChoiceField(queryset=PromptTemplate.objects.all(), required=False, help_text="Blank: the team-written default for the mode")
@@ -86,7 +89,9 @@ class JudgeRunForm(forms.Form):
         help_text="All must judge the same instrument. An ensemble wants one judge per provider.",
     )
     batch_ids = forms.CharField(required=False, label="Simulation batch ids", help_text="Comma-separated")
-    persona_sets = forms.ModelMultipleChoiceField(queryset=PersonaSet.objects.order_by("key", "-version"), required=False)
+    persona_sets = forms.ModelMultipleChoiceField(
+        queryset=PersonaSet.objects.order_by("key", "-version"), required=False, widget=forms.CheckboxSelectMultiple
+    )
     study = forms.ModelChoiceField(queryset=None, required=False)  # type: ignore[arg-type]  # set in __init__
     codes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Conversation codes")
     include_flagged = forms.BooleanField(required=False, help_text="Also judge conversations that failed the integrity checks")

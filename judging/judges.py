@@ -139,7 +139,7 @@ def judge_create(
     provider: str = "",
     api_base: str = "",
     api_key_env: str = "",
-    temperature: float | None = 0.0,
+    temperature: float | None = None,
     reasoning_effort: str = "",
     params: dict[str, Any] | None = None,
     prompt: PromptTemplate | None = None,
@@ -150,8 +150,12 @@ def judge_create(
     requests_per_minute: int = 0,
     notes: str = "",
     created_by: AbstractBaseUser | None = None,
+    cloned_from: Judge | None = None,
 ) -> Judge:
-    """Create a judge for an instrument; the mode follows the instrument's kind."""
+    """Create a judge for an instrument; the mode follows the instrument's kind.
+
+    ``cloned_from``: the judge this one is a new version of (its runs keep the old one).
+    """
     name, model = name.strip(), model.strip()
     if not name or not model:
         raise JudgingError("a judge needs a name and a litellm model string")
@@ -189,8 +193,25 @@ def judge_create(
         max_concurrent=max_concurrent,
         requests_per_minute=requests_per_minute,
         notes=notes,
+        cloned_from=cloned_from,
         created_by=_user(created_by),
     )
+
+
+def judge_clone_initial(judge: Judge) -> dict[str, Any]:
+    """Return a judge's settings as the starting point of its next version (a free name)."""
+    base = re.sub(r"\s+v\d+$", "", judge.name)
+    n = 2
+    while Judge.objects.filter(name=f"{base} v{n}").exists():
+        n += 1
+    return {
+        "name": f"{base} v{n}", "instrument": judge.instrument, "model": judge.model, "provider": judge.provider,
+        "api_base": judge.api_base, "api_key_env": judge.api_key_env, "temperature": judge.temperature,
+        "reasoning_effort": judge.reasoning_effort, "params": judge.params, "prompt": judge.prompt,
+        "structured_output": judge.structured_output, "format_retries": judge.format_retries,
+        "timeout_seconds": judge.timeout_seconds, "max_concurrent": judge.max_concurrent,
+        "requests_per_minute": judge.requests_per_minute, "notes": judge.notes,
+    }
 
 
 def judge_snapshot(judge: Judge, *, position: int) -> dict[str, Any]:

@@ -79,7 +79,8 @@ class Judge(models.Model):
     api_base = models.URLField(blank=True)
     # The NAME of the environment variable holding the key; the key is never stored.
     api_key_env = models.CharField(max_length=100, blank=True)
-    temperature = models.FloatField(null=True, blank=True, default=0.0, help_text="Blank: not sent")
+    # None: not sent, the provider's default applies (some models refuse any temperature).
+    temperature = models.FloatField(null=True, blank=True, default=None, help_text="Blank: not sent")
     reasoning_effort = models.CharField(
         max_length=10, choices=ReasoningEffort.choices, blank=True, default=""
     )
@@ -95,6 +96,10 @@ class Judge(models.Model):
     max_concurrent = models.PositiveIntegerField(default=8, help_text="0: no cap")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0: no cap")
     notes = models.TextField(blank=True)
+    # A judge is never edited (runs cite it): a changed setting is a clone, a new version.
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.judge_list, name="judge-list"),
     path("judges/new/", views.judge_create, name="judge-create"),
     path("judges/<int:pk>/", views.judge_detail, name="judge-detail"),
+    path("judges/<int:pk>/clone/", views.judge_clone, name="judge-clone"),
     path("prompts/", views.prompt_list, name="prompt-list"),
     path("prompts/new/", views.prompt_create, name="prompt-create"),
     path("prompts/<int:pk>/", views.prompt_detail, name="prompt-detail"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -13,7 +15,19 @@ from judging import selectors, services
 from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
+from judging.judges import judge_clone_initial
+from judging.launch import judges_preflight
 from judging.models import JudgeMode, JudgeRun
+from simulation.preflight import PreflightReport
+from simulation.preflight import enabled as preflight_enabled
+
+
+class LaunchRefused(Exception):
+    """The launch check failed: carries the report to show."""
+
+    def __init__(self, report: PreflightReport):
+        super().__init__(report.message())
+        self.report = report
 
 view_required = role_required(selectors.can_view_judging)
 manage_required = role_required(selectors.can_manage_judging)
@@ -45,10 +59,33 @@ def judge_create(request: HttpRequest) -> HttpResponse:
     return render(request, "judging/judge_form.html", {"form": form}, status=400 if form.errors else 200)
 
 
+@manage_required
+def judge_clone(request: HttpRequest, pk: int) -> HttpResponse:
+    """Start a new version of a judge from its settings; the original and its runs stay as they are."""
+    original = selectors.judge_get(request.user, pk=pk)
+    initial = judge_clone_initial(original)
+    initial["params"] = json.dumps(initial["params"] or {})
+    form = JudgeForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = services.judge_create(**form.cleaned_data, created_by=request.user, cloned_from=original)
+        except JudgingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Judge {judge.name} created as a new version of {original.name}.")
+            return redirect("judging:judge-detail", pk=judge.pk)
+    return render(
+        request, "judging/judge_form.html", {"form": form, "original": original}, status=400 if form.errors else 200
+    )
+
+
 @view_required
 def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     judge = selectors.judge_get(request.user, pk=pk)
-    return render(request, "judging/judge_detail.html", {"judge": judge})
+    return render(
+        request, "judging/judge_detail.html",
+        {"judge": judge, "can_manage": selectors.can_manage_judging(request.user)},
+    )
 
 
 @view_required
@@ -93,6 +130,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @manage_required
 def run_create(request: HttpRequest) -> HttpResponse:
     form = JudgeRunForm(request.POST or None)
+    report = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -103,6 +141,9 @@ def run_create(request: HttpRequest) -> HttpResponse:
                 codes=data["codes"],
                 include_flagged=data["include_flagged"],
             )
+            report = judges_preflight(list(data["judges"])) if preflight_enabled() else None
+            if report is not None and not report.ok:
+                raise LaunchRefused(report)
             run = services.judge_run_create(
                 judges=list(data["judges"]),
                 conversation_ids=ids,
@@ -113,12 +154,15 @@ def run_create(request: HttpRequest) -> HttpResponse:
                 name=data["name"],
                 created_by=request.user,
             )
+        except LaunchRefused as exc:
+            report = exc.report
+            form.add_error(None, "The launch check failed, so nothing was started. Fix what is listed below and start again.")
         except JudgingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Run {run.pk} started: {run.n_total} judgement(s).")
             return redirect("judging:run-detail", pk=run.pk)
-    return render(request, "judging/run_form.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "judging/run_form.html", {"form": form, "report": report}, status=400 if form.errors else 200)
 
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
@@ -132,6 +176,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "page": page,
         "rows": rows,
         "formats": FORMATS,
+        "errors": selectors.run_error_groups(run),
         "can_manage": selectors.can_manage_judging(request.user),
     }
 
@@ -146,7 +191,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress panel; htmx polls it while the run is going."""
     run = selectors.run_get_for_user(request.user, pk=pk)
-    response = render(request, "judging/_run_progress.html", {"run": run})
+    response = render(request, "judging/_run_progress.html", {"run": run, "errors": selectors.run_error_groups(run)})
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):
         response["HX-Refresh"] = "true"  # the run just ended: reload to show results and failures
     return response
@@ -163,7 +208,10 @@ def run_conversation(request: HttpRequest, pk: int, code: str) -> HttpResponse:
 def run_export(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
     response = StreamingHttpResponse(export_csv(JudgeRun.objects.filter(pk=run.pk), fmt), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}.csv"'
+    # An export taken while results are still open says so in its name, not only on the page.
+    suffix = "" if run.is_finished else "-INCOMPLETE"
+    response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}{suffix}.csv"'
+    response["X-Evalsite-Complete"] = "true" if run.is_finished else "false"
     return response
 
 
@@ -183,6 +231,13 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
+    if preflight_enabled():
+        # Retrying into the same refusal helps nobody: check the judges as they are now first.
+        report = judges_preflight(list(run.judges.all()))
+        if not report.ok:
+            for check in report.failed:
+                messages.error(request, f"Not retried: {check.used_by} ({check.model}) fails the launch check: {check.problem}. {check.hint}")
+            return redirect("judging:run-detail", pk=run.pk)
     try:
         n = services.judge_run_retry_failed(run=run)
         messages.success(request, f"{n} failed judgement(s) scheduled again.")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import include, path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.routers import SimpleRouter
 
 from core.permissions import CanViewCorpus
 from simulation import selectors as reads
@@ -27,6 +25,8 @@ from simulation.batches import (
 )
 from simulation.errors import SimulationError
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.preflight import batch_preflight
+from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import (
     TemplateError,
     prompt_template_create,
@@ -79,7 +79,13 @@ class SimulationBatchViewSet(
         """Start a batch: every conversation is planned and queued at once."""
         data = SimulationBatchCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        batch = simulation_batch_create(spec=data.to_spec(), created_by=request.user)
+        spec = data.to_spec()
+        if preflight_enabled():
+            report = batch_preflight(spec)
+            if not report.ok:
+                return Response({"detail": report.message(), "preflight": [c.as_dict() for c in report.checks]},
+                                status=status.HTTP_400_BAD_REQUEST)
+        batch = simulation_batch_create(spec=spec, created_by=request.user)
         batch = reads.batch_get_for_user(request.user, code=batch.code)
         return Response(SimulationBatchDetailSerializer(batch).data, status=status.HTTP_201_CREATED)
 
@@ -149,8 +155,4 @@ class SimulationPromptViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mi
         return Response(SimulationPromptSerializer(template).data, status=201 if created else 200)
 
 
-router = SimpleRouter()
-router.register("simulation-batches", SimulationBatchViewSet, basename="simulation-batch")
-router.register("simulation-prompts", SimulationPromptViewSet, basename="simulation-prompt")
-
-urlpatterns = [path("", include(router.urls))]
+# The view sets are registered on the API's root router in evalsite/urls.py, so /api/v1/ lists them.

@@ -27,7 +27,7 @@ class SimulationBatchForm(forms.Form):
     personas = _PersonaChoice(
         queryset=None, required=False,  # type: ignore[arg-type]
         help_text="Leave empty to run every persona of the set",
-        widget=forms.SelectMultiple(attrs={"size": 10}),
+        widget=forms.CheckboxSelectMultiple,
     )
     targets = _TargetChoice(queryset=None, widget=forms.CheckboxSelectMultiple, label="Chatbots")  # type: ignore[arg-type]
     repetitions = forms.IntegerField(min_value=1, max_value=1000, initial=1)

@@ -148,6 +148,8 @@ class SimulationRun(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
+    # Calls litellm could not price (unknown model): the cost above leaves them out.
+    cost_unknown_calls = models.PositiveIntegerField(default=0)
     ended_early = models.BooleanField(default=False)
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -255,6 +255,7 @@ def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any],
             prompt_tokens=F("prompt_tokens") + result.prompt_tokens,
             completion_tokens=F("completion_tokens") + result.completion_tokens,
             cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
+            cost_unknown_calls=F("cost_unknown_calls") + (1 if result.cost_usd is None else 0),
         )
     for attempt in range(DB_ATTEMPTS):
         try:

@@ -87,6 +87,8 @@ class BatchProgress:
     cost_usd: float
     elapsed_seconds: float
     eta_seconds: float | None
+    cost_unknown_calls: int = 0
+    batch_status: str = SimulationBatch.Status.RUNNING
 
     @property
     def finished(self) -> int:
@@ -96,8 +98,52 @@ class BatchProgress:
     def percent(self) -> int:
         return int(100 * self.finished / self.total) if self.total else 100
 
+    @property
+    def state(self) -> str:
+        """Return what the batch honestly is: running, cancelled, failed, partial or finished."""
+        if self.batch_status == SimulationBatch.Status.CANCELLED:
+            return "cancelled"
+        if self.queued or self.running:
+            return "running"
+        if self.failed and not self.done:
+            return "failed"
+        if self.failed:
+            return "partial"
+        return "finished"
+
+    @property
+    def headline(self) -> str:
+        """Return the state in words, with the counts that matter for it."""
+        return {
+            "running": f"Running: {self.finished} of {self.total} finished ({self.done} done, {self.failed} failed)",
+            "cancelled": f"Cancelled: {self.done} done, {self.cancelled} cancelled, {self.failed} failed of {self.total}",
+            "failed": f"Failed: all {self.failed} conversation{'s' if self.failed != 1 else ''} failed",
+            "partial": f"Finished with failures: {self.done} done, {self.failed} failed of {self.total}",
+            "finished": f"Finished: all {self.done} conversation{'s' if self.done != 1 else ''} done",
+        }[self.state]
+
+    @property
+    def cost_known(self) -> bool:
+        """Return False when no call had a known price (then the total is unknown, not zero)."""
+        return not (self.cost_unknown_calls and self.cost_unknown_calls >= self.calls)
+
+    def share(self, n: int) -> float:
+        return round(100 * n / self.total, 2) if self.total else 0.0
+
+    @property
+    def done_share(self) -> float:
+        return self.share(self.done)
+
+    @property
+    def failed_share(self) -> float:
+        return self.share(self.failed)
+
+    @property
+    def cancelled_share(self) -> float:
+        return self.share(self.cancelled)
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "finished": self.finished, "percent": self.percent}
+        return {**asdict(self), "finished": self.finished, "percent": self.percent, "state": self.state}
 
 
 def batch_progress(batch: SimulationBatch) -> BatchProgress:
@@ -112,7 +158,8 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         done=Count("id", filter=Q(status=S.DONE)),
         failed=Count("id", filter=Q(status=S.FAILED)),
         cancelled=Count("id", filter=Q(status=S.CANCELLED)),
-        flagged=Count("id", filter=Q(status=S.DONE, conversation__integrity_ok=False)),
+        # Any run whose conversation failed a check: a failed run's partial conversation too.
+        flagged=Count("id", filter=Q(conversation__integrity_ok=False)),
         stalled=Count("id", filter=Q(status=S.RUNNING, lease_expires_at__lt=now)),
         messages=Sum("messages_done"),
         active_messages=Sum("messages_done", filter=active),
@@ -120,6 +167,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
+        cost_unknown_calls=Sum("cost_unknown_calls"),
     )
     counts = {k: int(row[k] or 0) for k in ("total", "queued", "running", "done", "failed", "cancelled", "flagged", "stalled")}
     messages = int(row["messages"] or 0)
@@ -139,7 +187,31 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         cost_usd=float(row["cost_usd"] or 0.0),
         elapsed_seconds=elapsed,
         eta_seconds=eta,
+        cost_unknown_calls=int(row["cost_unknown_calls"] or 0),
+        batch_status=batch.status,
     )
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    """Failed runs of one kind: how many, one example message, and what to do."""
+
+    kind: str
+    count: int
+    example: str
+    hint: str
+
+
+def batch_error_groups(batch: SimulationBatch) -> list[ErrorGroup]:
+    """Return the failures of a batch grouped by error kind, most frequent first (two queries)."""
+    from simulation.preflight import fix_hint
+
+    failed = batch.runs.filter(status=SimulationRun.Status.FAILED)
+    counts = list(failed.values_list("error_kind").annotate(n=Count("id")).order_by("-n", "error_kind"))
+    examples: dict[str, str] = {}
+    for kind, error in failed.exclude(error="").order_by("id").values_list("error_kind", "error")[:500]:
+        examples.setdefault(kind, error)
+    return [ErrorGroup(kind or "other", n, examples.get(kind, ""), fix_hint(kind)) for kind, n in counts]
 
 
 def prompt_template_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PromptTemplate]:

@@ -21,6 +21,8 @@ from simulation.batches import (
 from simulation.errors import SimulationError
 from simulation.forms import PromptTemplateForm, SimulationBatchForm
 from simulation.models import SimulationRun
+from simulation.preflight import batch_preflight
+from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import (
     TemplateError,
     prompt_template_create,
@@ -45,16 +47,22 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 def batch_create(request: HttpRequest) -> HttpResponse:
     prompt_templates_ensure_builtin()
     form = SimulationBatchForm(request.POST or None)
+    report = None
     if request.method == "POST" and form.is_valid():
-        try:
-            batch = simulation_batch_create(spec=form.to_spec(), created_by=request.user)
-        except SimulationError as exc:
-            form.add_error(None, str(exc))
+        spec = form.to_spec()
+        report = batch_preflight(spec) if preflight_enabled() else None
+        if report is not None and not report.ok:
+            form.add_error(None, "The launch check failed, so nothing was started. Fix what is listed below and start again.")
         else:
-            messages.success(request, f"Batch {batch.code} started: {batch.runs.count()} conversation(s) queued.")
-            return redirect("simulation:batch-detail", code=batch.code)
+            try:
+                batch = simulation_batch_create(spec=spec, created_by=request.user)
+            except SimulationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Batch {batch.code} started: {batch.runs.count()} conversation(s) queued.")
+                return redirect("simulation:batch-detail", code=batch.code)
     status = 400 if request.method == "POST" else 200
-    return render(request, "simulation/batch_form.html", {"form": form}, status=status)
+    return render(request, "simulation/batch_form.html", {"form": form, "report": report}, status=status)
 
 
 def _progress_context(request: HttpRequest, code: str) -> dict:
@@ -66,6 +74,7 @@ def _progress_context(request: HttpRequest, code: str) -> dict:
     return {
         "batch": batch,
         "progress": reads.batch_progress(batch),
+        "errors": reads.batch_error_groups(batch),
         "page": page,
         "status_filter": status or "",
         "statuses": SimulationRun.Status.choices,

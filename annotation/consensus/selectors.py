@@ -45,9 +45,19 @@ def consensus_items(study: Study) -> list[ConsensusItem]:
     else:
         items.extend(ConsensusItem(i.key, i.number or i.key, i.text, tuple(i.allowed_labels())) for i in main)
     if study.section is not None:
-        for i in study.section.items.filter(scale__in=SECTION_SCALES).order_by("position"):
-            items.append(ConsensusItem(f"section:{i.key}", i.key.replace("_", " "), i.text, tuple(i.allowed_labels())))
+        # Numbered on from the instrument, as on the rating page (15, 16... after AMHART's 14).
+        numbers = [int(i.number) for i in main if str(i.number).isdigit()]
+        start = max(numbers, default=0) if numbers and study.instrument.kind != InstrumentKind.FLOW else len(items)
+        section_items = study.section.items.order_by("position")
+        for n, i in enumerate(section_items, start=start + 1):
+            if i.scale in SECTION_SCALES:
+                items.append(ConsensusItem(f"section:{i.key}", str(n), i.text, tuple(i.allowed_labels())))
     return items
+
+
+def item_titles(study: Study) -> dict[str, str]:
+    """Return "number. wording" per consensus item key, for pages that list items by key."""
+    return {i.key: (i.text if i.short == i.text else f"{i.short}. {i.text}") for i in consensus_items(study)}
 
 
 def _short(label: str) -> str:
@@ -62,6 +72,53 @@ def _initials(text: str) -> str:
 class ConsensusRow:
     conversation: Conversation
     cells: list[ConsensusLabel | None]
+
+    @property
+    def n_unresolved(self) -> int:
+        return sum(1 for c in self.cells if c is not None and c.provenance == ConsensusProvenance.UNRESOLVED)
+
+    @property
+    def n_open(self) -> int:
+        """Return the disputed labels no adjudicator has settled yet."""
+        return sum(
+            1 for c in self.cells
+            if c is not None and c.disagreement > 0 and c.provenance != ConsensusProvenance.ADJUDICATED
+        )
+
+    @property
+    def n_adjudicated(self) -> int:
+        return sum(1 for c in self.cells if c is not None and c.provenance == ConsensusProvenance.ADJUDICATED)
+
+    @property
+    def disagreement(self) -> float:
+        return max((c.disagreement for c in self.cells if c is not None), default=0.0)
+
+
+CONSENSUS_FILTERS: list[tuple[str, str]] = [
+    ("all", "all conversations"),
+    ("unresolved", "unresolved only"),
+    ("open", "disputed, not yet adjudicated"),
+    ("adjudicated", "with adjudicated labels"),
+]
+
+
+def consensus_rows(rows: list[ConsensusRow], *, show: str, q: str) -> list[ConsensusRow]:
+    """Return the rows that pass the filter and the search (no queries)."""
+    from core.tables import matches
+
+    keep = {
+        "unresolved": lambda r: r.n_unresolved > 0,
+        "open": lambda r: r.n_open > 0,
+        "adjudicated": lambda r: r.n_adjudicated > 0,
+    }.get(show, lambda r: True)
+    rows = [r for r in rows if keep(r)]
+    if q:
+        rows = [
+            r for r in rows
+            if matches(q, r.conversation.code, r.conversation.external_id,
+                       r.conversation.target.code if r.conversation.target else "")
+        ]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -123,6 +180,100 @@ def adjudication_queue(study: Study) -> QuerySet[ConsensusLabel]:
         .annotate(unresolved_first=unresolved_first)
         .order_by("unresolved_first", "-disagreement", "conversation__code", "item_key")
     )
+
+
+@dataclass(frozen=True)
+class QueueConversation:
+    """One conversation in the adjudication queue, with its disputed labels."""
+
+    conversation: Conversation
+    entries: list[ConsensusLabel]
+
+    @property
+    def n_unresolved(self) -> int:
+        return sum(1 for e in self.entries if e.provenance == ConsensusProvenance.UNRESOLVED)
+
+    @property
+    def disagreement(self) -> float:
+        return max((e.disagreement for e in self.entries), default=0.0)
+
+
+QUEUE_FILTERS: list[tuple[str, str]] = [
+    ("all", "every disputed label"),
+    ("unresolved", "with unresolved labels"),
+]
+
+
+def adjudication_queue_by_conversation(study: Study, *, show: str = "all", q: str = "") -> list[QueueConversation]:
+    """Return the queue grouped by conversation: unresolved first, then the most disputed (one query)."""
+    from core.tables import matches
+
+    groups: dict[int, QueueConversation] = {}
+    for entry in adjudication_queue(study):
+        group = groups.setdefault(entry.conversation_id, QueueConversation(entry.conversation, []))
+        group.entries.append(entry)
+    rows = list(groups.values())
+    if show == "unresolved":
+        rows = [r for r in rows if r.n_unresolved]
+    if q:
+        rows = [r for r in rows if matches(q, r.conversation.code, r.conversation.external_id)]
+    rows.sort(key=lambda r: (-r.n_unresolved, -r.disagreement, r.conversation.code))
+    return rows
+
+
+@dataclass(frozen=True)
+class ConversationCase:
+    """Every disputed label of one conversation, with each rater's answers, and the transcript."""
+
+    conversation: Conversation
+    cases: list[AdjudicationCase]
+    messages: list[Message]
+
+
+def adjudication_conversation_case(study: Study, *, conversation_id: int) -> ConversationCase:
+    """Return the disputed, not yet adjudicated labels of one conversation (a fixed number of queries)."""
+    entries = list(
+        adjudication_queue(study).filter(conversation_id=conversation_id).select_related("conversation__target", "conversation__persona")
+    )
+    if not entries:
+        raise Http404("not found")
+    items = {i.key: i for i in consensus_items(study)}
+    order = {key: n for n, key in enumerate(items)}
+    entries.sort(key=lambda e: order.get(e.item_key, len(order)))
+    members = {m.user_id: m for m in study.memberships.filter(role=MemberRole.RATER)}
+    ratings = list(
+        Rating.objects.filter(
+            assignment__study=study, assignment__conversation_id=conversation_id,
+            assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
+        )
+        .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
+        .select_related("assignment__rater")
+        .order_by("assignment__rater__username")
+    )
+    dimension_of: dict[str, str] = {}
+    if study.instrument.kind == InstrumentKind.FLOW:
+        dimension_of = dict(Item.objects.filter(instrument=study.instrument).values_list("key", "domain"))
+    labels = {rating.pk: rating_labels(study, rating) for rating in ratings}
+    cases = []
+    for entry in entries:
+        item = items.get(entry.item_key) or ConsensusItem(entry.item_key, entry.item_key, entry.item_key, ())
+        answers = []
+        for rating in ratings:
+            member = members.get(rating.assignment.rater_id)
+            answers.append(
+                RaterAnswer(
+                    username=rating.assignment.rater.get_username(),
+                    rater_label=member.rater_label if member else "",
+                    is_senior=bool(member and member.is_senior),
+                    label=labels[rating.pk].get(entry.item_key, ""),
+                    note=_note(rating, entry.item_key),
+                    path=_dimension_path(rating, entry.item_key, dimension_of),
+                )
+            )
+        cases.append(AdjudicationCase(entry, item, answers, []))
+    conversation = entries[0].conversation
+    messages = list(conversation.messages.order_by("turn_index"))
+    return ConversationCase(conversation, cases, messages)
 
 
 def adjudicated_entries(study: Study) -> QuerySet[ConsensusLabel]:

@@ -34,7 +34,7 @@ from core.roles import Role, has_any_role
 from corpus.models import InstrumentKind
 
 TAGS = ["my assignments"]
-ERRORS = {code: RaterErrorSerializer for code in (400, 404, 409, 423)}
+ERRORS = {code: RaterErrorSerializer for code in (400, 404, 409, 410, 423)}
 
 
 class IsRater(BasePermission):
@@ -84,7 +84,16 @@ class MyAssignmentDetail(RaterAPIView):
 class MyAssignmentAnswer(RaterAPIView):
     @extend_schema(tags=TAGS, request=AnswerRequestSerializer, responses={200: AnswerResponseSerializer, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        """Save one answer of a draft rating; 409 when the rating changed since expected_revision."""
+        """Save one answer of a draft rating; 409 when the rating changed since expected_revision.
+
+        410 when a coordinator withdrew the assignment from this rater (moved or discarded it).
+        """
+        withdrawn = rater_selectors.assignment_withdrawn_for_rater(request.user, pk)
+        if withdrawn is not None:
+            return Response(
+                {"detail": "this conversation was withdrawn from you by the study coordinator", "withdrawn": True},
+                status=410,
+            )
         assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
         data = AnswerRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)

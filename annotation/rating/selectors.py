@@ -92,8 +92,17 @@ class StudyQueue:
         return next((e for e in self.entries if e.status != AssignmentStatus.SUBMITTED and not e.locked), None)
 
 
+def study_title_for_raters(study: Any) -> str:
+    """Return what raters see of a study's name: its rater-facing title, never the internal name."""
+    return rater_title(study.pk, study.rater_title)
+
+
+def rater_title(study_id: int, title: str) -> str:
+    return title.strip() or f"Study {study_id}"
+
+
 QUEUE_FIELDS = (
-    "id", "study_id", "is_calibration", "position", "status", "study__name",
+    "id", "study_id", "is_calibration", "position", "status", "study__rater_title",
     "study__calibration_required", "study__instrument__name", "conversation__code", "conversation__sensitive",
 )
 
@@ -105,11 +114,11 @@ def rater_queues(user: AbstractBaseUser | AnonymousUser) -> list[StudyQueue]:
     queues: dict[int, StudyQueue] = {}
     memberships = (
         StudyMembership.objects.filter(user_id=user.pk, role=MemberRole.RATER, active=True)
-        .values_list("study_id", "study__name", "study__instrument__name")
+        .values_list("study_id", "study__rater_title", "study__instrument__name")
         .order_by("study_id")
     )
-    for study_id, name, instrument_name in memberships:
-        queues[study_id] = StudyQueue(study_id, name, instrument_name)
+    for study_id, title, instrument_name in memberships:
+        queues[study_id] = StudyQueue(study_id, rater_title(study_id, title), instrument_name)
     # Plain tuples, not model instances: a rater may hold hundreds of assignments.
     rows = list(
         Assignment.objects.filter(rater_id=user.pk)
@@ -122,7 +131,8 @@ def rater_queues(user: AbstractBaseUser | AnonymousUser) -> list[StudyQueue]:
         for _, study_id, is_cal, _, status, _, required, *_ in rows
         if is_cal and required and status != AssignmentStatus.SUBMITTED
     }
-    for pk, study_id, is_cal, position, status, name, _, instrument_name, code, sensitive in rows:
+    for pk, study_id, is_cal, position, status, title, _, instrument_name, code, sensitive in rows:
+        name = rater_title(study_id, title)
         queue = queues.setdefault(study_id, StudyQueue(study_id, name, instrument_name))
         queue.calibration_pending = study_id in pending
         queue.entries.append(
@@ -153,6 +163,40 @@ def assignment_get_for_rater(user: AbstractBaseUser | AnonymousUser, assignment_
     if assignment is None:
         raise Http404("not found")
     return assignment
+
+
+@dataclass(frozen=True)
+class WithdrawnAssignment:
+    """One of the rater's own assignments that a coordinator took back (moved or discarded)."""
+
+    id: int
+    code: str
+    study_title: str
+    n_saved: int  # answers the server holds for it (kept with the withdrawn assignment)
+    submitted: bool
+
+
+def assignment_withdrawn_for_rater(user: AbstractBaseUser | AnonymousUser, assignment_id: int) -> WithdrawnAssignment | None:
+    """Return the user's own assignment if a coordinator withdrew it, else None (two queries).
+
+    Only the rater it belonged to learns that it was withdrawn; anyone else still gets a 404.
+    """
+    if not getattr(user, "is_authenticated", False):
+        return None
+    assignment = (
+        Assignment.objects.filter(pk=assignment_id, rater_id=user.pk, status=AssignmentStatus.WITHDRAWN)
+        .select_related("study", "conversation")
+        .first()
+    )
+    if assignment is None:
+        return None
+    rating = Rating.objects.filter(assignment_id=assignment.pk).values_list("answers", "status").first()
+    answers, status = rating if rating else ({}, RatingStatus.DRAFT)
+    n_saved = sum(1 for part in (answers or {}).values() for entry in part.values() if entry.get("value"))
+    return WithdrawnAssignment(
+        assignment.pk, assignment.conversation.code, study_title_for_raters(assignment.study), n_saved,
+        status == RatingStatus.SUBMITTED,
+    )
 
 
 @dataclass(frozen=True)
@@ -314,6 +358,30 @@ class RatingPage:
     def items(self) -> list[FormItem]:
         return [*self.main_items, *self.section_items]
 
+    @property
+    def askable(self) -> list[FormItem]:
+        """Return the questions the form shows now (a flow: answered ones and the current one)."""
+        main = [i for i in self.main_items if i.state != "off"] if self.is_flow else self.main_items
+        return [*main, *self.section_items]
+
+    @property
+    def n_answered(self) -> int:
+        return sum(1 for i in self.askable if (i.required or i.part == "main" and self.is_flow) and i.value.strip())
+
+    @property
+    def n_questions(self) -> int:
+        """Return how many required questions the form asks now (optional ones are not counted)."""
+        return sum(1 for i in self.askable if i.required or i.part == "main" and self.is_flow)
+
+    @property
+    def first_unanswered(self) -> FormItem | None:
+        """Return where the rater left off: the first shown question still without an answer."""
+        return next((i for i in self.askable if not i.value.strip() and (i.required or self.is_flow)), None)
+
+    @property
+    def study_title(self) -> str:
+        return study_title_for_raters(self.assignment.study)
+
 
 @dataclass(frozen=True)
 class QueuePosition:
@@ -353,6 +421,8 @@ def rating_page(assignment: Assignment) -> RatingPage:
     for item in Item.objects.filter(instrument_id__in=ids).order_by("position"):
         by_instrument[item.instrument_id].append(item)
     main = [_form_item(i, "main", answers) for i in by_instrument[instrument.pk]]
+    section_items = [_form_item(i, "section", answers) for i in by_instrument.get(section.pk, [])] if section else []
+    _number_after(main, section_items)
     flow = None
     if instrument.kind == InstrumentKind.FLOW:
         flow = flow_state(instrument.flow, answers)
@@ -374,7 +444,7 @@ def rating_page(assignment: Assignment) -> RatingPage:
         instrument_name=instrument.name,
         instrument_kind=instrument.kind,
         main_items=main,
-        section_items=[_form_item(i, "section", answers) for i in by_instrument.get(section.pk, [])] if section else [],
+        section_items=section_items,
         answers=answers,
         revision=rating.revision if rating else 0,
         rating_status=rating.status if rating else RatingStatus.DRAFT,
@@ -385,6 +455,17 @@ def rating_page(assignment: Assignment) -> RatingPage:
         feedback=feedback,
         queue=_queue_position(assignment),
     )
+
+
+def _number_after(main: list[FormItem], section: list[FormItem]) -> None:
+    """Number the study section on from the instrument, so the form has one numbering (15, 16...).
+
+    Question flows number their questions by id; the section then starts after the highest.
+    """
+    numbers = [int(i.number) for i in main if str(i.number).isdigit()]
+    start = max(numbers, default=0) if numbers else len(main)
+    for n, item in enumerate(section, start=start + 1):
+        item.number = str(n)
 
 
 def item_label(item: FormItem, value: str) -> str:

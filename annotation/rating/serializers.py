@@ -10,7 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from annotation.rating.selectors import RatingPage
+from annotation.rating.selectors import RatingPage, study_title_for_raters
 
 
 class QueueEntrySerializer(serializers.Serializer):
@@ -116,7 +116,7 @@ class AssignmentDetailSerializer(serializers.Serializer):
         return {
             "id": a.pk,
             "study": a.study_id,
-            "study_name": a.study.name,
+            "study_name": study_title_for_raters(a.study),
             "is_calibration": a.is_calibration,
             "locked": page.queue.locked,
             "position": page.queue.position,

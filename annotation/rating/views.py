@@ -55,16 +55,18 @@ def _render_rating(
             "revision": page.revision,
             "submitted": page.is_submitted,
             "flow": page.is_flow,
+            # Resume where the rater left off (only when they had started).
+            "resumeAt": page.first_unanswered.dom_id if page.first_unanswered and page.n_answered else "",
         },
         **{name: exc for name, exc in errors.items() if exc is not None},
     }
     submit_error = errors.get("submit_error")
     if submit_error is not None:
-        dom_ids = {item.key: item.dom_id for item in reversed(page.items)}
-        context["missing"] = [
-            {"dom_id": dom_ids.get(m.split(":", 1)[0], ""), "text": m}
-            for m in submit_error.details.get("missing", [])
-        ]
+        # The service names items as "key: text"; the page names them by their number.
+        by_name = {f"{item.key}: {item.text}".strip(): item for item in page.items}
+        missing = [by_name[m] for m in submit_error.details.get("missing", []) if m in by_name]
+        context["missing"] = [{"dom_id": i.dom_id, "number": i.number, "text": i.text} for i in missing]
+        context["missing_keys"] = {i.dom_id for i in missing}
     return render(request, "annotation/rater/rating.html", context, status=status)
 
 
@@ -84,6 +86,10 @@ def my_studies(request: HttpRequest) -> HttpResponse:
 @rater_required
 def rate(request: HttpRequest, pk: int) -> HttpResponse:
     """Show the rating page, after the content warning for sensitive conversations."""
+    withdrawn = rater_selectors.assignment_withdrawn_for_rater(request.user, pk)
+    if withdrawn is not None:
+        # Not a bare 404: say the conversation was taken back and where the answers are.
+        return render(request, "annotation/rater/withdrawn.html", {"withdrawn": withdrawn}, status=410)
     assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
     if assignment.conversation.sensitive and not _warning_seen(request, assignment.pk):
         return render(request, "annotation/rater/content_warning.html", {"assignment": assignment})

@@ -101,15 +101,15 @@ class SelectionForm(forms.Form):
 
     personas = forms.ModelMultipleChoiceField(
         queryset=Persona.objects.select_related("persona_set").order_by("persona_set__key", "position"),
-        required=False, widget=forms.SelectMultiple(attrs={"size": 6}),
+        required=False, widget=forms.CheckboxSelectMultiple,
     )
     targets = forms.ModelMultipleChoiceField(
         queryset=Target.objects.order_by("code"), required=False, label="Chatbots",
-        widget=forms.SelectMultiple(attrs={"size": 6}),
+        widget=forms.CheckboxSelectMultiple,
     )
     batches = forms.ModelMultipleChoiceField(
         queryset=SimulationBatch.objects.order_by("-id"), required=False, label="Simulation batches",
-        widget=forms.SelectMultiple(attrs={"size": 6}),
+        widget=forms.CheckboxSelectMultiple,
     )
     codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Conversation codes",
                             help_text="Separated by spaces, commas or new lines")
@@ -136,7 +136,12 @@ class SelectionForm(forms.Form):
 class StudyCreateForm(SelectionForm):
     """A new study: name, instrument, conversations, raters with labels, design and calibration."""
 
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, label="Internal name", help_text="For coordinators and researchers only; raters never see it")
+    rater_title = forms.CharField(
+        max_length=200, label="Title shown to raters", required=False,
+        help_text="What raters see instead of the internal name (empty: \"Study\" and its number). "
+        "Never name a chatbot, model or persona design here.",
+    )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     instrument = forms.ModelChoiceField(
         queryset=Instrument.objects.exclude(kind=InstrumentKind.SECTION).order_by("key", "-version"),
@@ -155,7 +160,7 @@ class StudyCreateForm(SelectionForm):
         help_text="Optional. One line per reference answer: code,item,label[,explanation]. Every rater rates these conversations first and sees the reference after submitting.",
     )
 
-    field_order = ["name", "description", "instrument", "section"]
+    field_order = ["name", "rater_title", "description", "instrument", "section"]
 
     def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -164,7 +169,10 @@ class StudyCreateForm(SelectionForm):
         self.fields["senior_rater"].choices = [("", "none")] + [(str(u.pk), u.get_username()) for u in candidates]
         for user in candidates:
             self.fields[f"rater_{user.pk}"] = forms.BooleanField(required=False, label=user.get_username())
-            self.fields[f"label_{user.pk}"] = forms.CharField(required=False, max_length=60, initial=DEFAULT_LABEL, label="Label")
+            self.fields[f"label_{user.pk}"] = forms.CharField(
+                required=False, max_length=60, initial=DEFAULT_LABEL, label=f"Label of {user.get_username()}",
+                widget=forms.TextInput(attrs={"aria-label": f"Role label of {user.get_username()}"}),
+            )
 
     def rater_rows(self) -> list[tuple[Any, forms.BoundField, forms.BoundField]]:
         return [(u, self[f"rater_{u.pk}"], self[f"label_{u.pk}"]) for u in self.candidates]
@@ -176,7 +184,13 @@ class StudyCreateForm(SelectionForm):
         data = super().clean()
         raters = [(u, (data.get(f"label_{u.pk}") or DEFAULT_LABEL).strip()) for u in self.candidates if data.get(f"rater_{u.pk}")]
         if not raters:
-            self.add_error(None, "Pick at least one rater.")
+            self.raters_error = "Pick at least one rater."
+            self.add_error(None, self.raters_error)
+        title = (data.get("rater_title") or "").casefold()
+        if title:
+            named = chatbot_names_in(title)
+            if named:
+                self.add_error("rater_title", f"Raters would see this: it names {', '.join(named)}. Choose a neutral title.")
         data["raters"] = raters
         senior = next((u for u in self.candidates if str(u.pk) == data.get("senior_rater")), None)
         if senior is not None and senior not in [u for u, _ in raters]:
@@ -191,6 +205,17 @@ class StudyCreateForm(SelectionForm):
             except forms.ValidationError as exc:
                 self.add_error("calibration", exc)
         return data
+
+
+def chatbot_names_in(text: str) -> list[str]:
+    """Return the chatbot codes, names and models that occur in ``text`` (blinding check)."""
+    text = text.casefold()
+    found: list[str] = []
+    for code, name, model in Target.objects.values_list("code", "name", "model"):
+        for word in (code, name, model, model.split("/")[-1] if model else ""):
+            if word and len(word) >= 3 and word.casefold() in text and word not in found:
+                found.append(word)
+    return found
 
 
 class AssignForm(forms.Form):
@@ -240,4 +265,4 @@ class AdjudicateForm(ReasonForm):
 
 class RatingsImportForm(forms.Form):
     file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer)")
-    dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")
+    dry_run = forms.BooleanField(required=False, label="Dry run", help_text="Check the file without importing anything")

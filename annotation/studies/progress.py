@@ -60,6 +60,7 @@ class AssignmentCell:
     username: str
     rater_label: str
     stale: bool
+    removed: bool = False  # the rater was taken out of the study but still holds this work
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,51 @@ class ConversationProgress:
     @property
     def has_stale(self) -> bool:
         return any(c.stale for c in self.cells)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.cells) and self.n_submitted == len(self.cells)
+
+    @property
+    def untouched(self) -> bool:
+        return all(c.assignment.status == AssignmentStatus.NOT_STARTED for c in self.cells)
+
+    @property
+    def with_removed_rater(self) -> bool:
+        return any(c.removed and c.assignment.status != AssignmentStatus.SUBMITTED for c in self.cells)
+
+
+PROGRESS_FILTERS: list[tuple[str, str]] = [
+    ("all", "all conversations"),
+    ("incomplete", "not complete"),
+    ("stale", "with stale work"),
+    ("not_started", "not started by anyone"),
+    ("removed", "held by a removed rater"),
+    ("complete", "complete"),
+]
+
+
+def conversation_rows(progress: Progress, *, show: str, q: str) -> list[ConversationProgress]:
+    """Return the per-conversation rows that pass the filter and the search (no queries)."""
+    from core.tables import matches
+
+    keep = {
+        "incomplete": lambda r: not r.complete,
+        "stale": lambda r: r.has_stale,
+        "not_started": lambda r: r.untouched,
+        "removed": lambda r: r.with_removed_rater,
+        "complete": lambda r: r.complete,
+    }.get(show, lambda r: True)
+    rows = [r for r in progress.conversations if keep(r)]
+    if q:
+        rows = [
+            r for r in rows
+            if matches(q, r.conversation.code, r.conversation.external_id,
+                       r.conversation.persona.name if r.conversation.persona else "",
+                       r.conversation.target.code if r.conversation.target else "",
+                       *(c.username for c in r.cells))
+        ]
+    return rows
 
 
 @dataclass(frozen=True)
@@ -128,7 +174,8 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
             row.not_started += 1
             totals["not_started"] += 1
         label = member.rater_label if member else ""
-        cells[a.conversation_id].append(AssignmentCell(a, a.rater.get_username(), label, stale))
+        removed = member is not None and not member.active
+        cells[a.conversation_id].append(AssignmentCell(a, a.rater.get_username(), label, stale, removed))
     conversations = [ConversationProgress(link.conversation, link.is_calibration, cells[link.conversation_id]) for link in links]
     return Progress(
         raters=sorted(per_rater.values(), key=lambda r: (not r.membership.active, r.membership.user.get_username())),

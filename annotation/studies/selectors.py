@@ -150,6 +150,15 @@ def assignment_get_for_coordinator(study: Study, *, pk: int) -> Assignment:
     return assignment
 
 
+def conversation_holders(study: Study, *, conversation_id: int) -> set[int]:
+    """Return the ids of the raters who hold (not withdrawn) an assignment of this conversation."""
+    return set(
+        study.assignments.filter(conversation_id=conversation_id)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .values_list("rater_id", flat=True)
+    )
+
+
 def selection_summary(selection: dict[str, Any]) -> list[str]:
     """Return the recorded selection as readable phrases (persona names, chatbot and batch codes)."""
     from corpus.models import Persona, Target

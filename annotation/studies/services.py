@@ -45,6 +45,7 @@ def study_create(
     *,
     name: str,
     instrument: Instrument,
+    rater_title: str = "",
     section: Instrument | None,
     conversation_ids: list[int],
     created_by: AbstractBaseUser | None,
@@ -86,6 +87,7 @@ def study_create(
         raise AnnotationError(str(exc)) from exc
     study = Study.objects.create(
         name=name.strip(),
+        rater_title=rater_title.strip(),
         description=description,
         instrument=instrument,
         section=section,

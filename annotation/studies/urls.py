@@ -29,5 +29,10 @@ urlpatterns = [
         views.study_adjudicate,
         name="study-adjudicate",
     ),
+    path(
+        "studies/<int:pk>/adjudication/conversations/<int:conversation_id>/",
+        views.study_adjudicate_conversation,
+        name="study-adjudicate-conversation",
+    ),
     path("studies/<int:pk>/import-ratings/", views.study_import_ratings, name="study-import-ratings"),
 ]

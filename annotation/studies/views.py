@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.consensus import selectors as consensus_reads
+from annotation.consensus.adjudication import consensus_adjudicate_conversation
 from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
 from annotation.errors import AnnotationError
 from annotation.models import AssignmentStatus
@@ -31,6 +32,7 @@ from annotation.studies.forms import (
     ReassignForm,
     SelectionForm,
     StudyCreateForm,
+    chatbot_names_in,
 )
 from annotation.studies.ratings_import import ratings_import
 from annotation.studies.services import (
@@ -42,6 +44,7 @@ from annotation.studies.services import (
     study_remove_rater,
 )
 from core.problems import ImportRejected
+from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations.selectors import conversation_ids_for_selection
 
@@ -81,7 +84,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())
         try:
             study = study_create(
-                name=data["name"], description=data["description"], instrument=data["instrument"],
+                name=data["name"], rater_title=data["rater_title"], description=data["description"], instrument=data["instrument"],
                 section=data["section"], conversation_ids=ids, created_by=request.user,
                 coordinators=[request.user], raters=data["raters"],
                 raters_per_conversation=data["raters_per_conversation"], composition=data["composition"] or None,
@@ -94,7 +97,17 @@ def study_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Study created with {study.study_conversations.count()} conversations. Assign the raters next.")
             return _detail(study.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "annotation/coordinator/study_form.html", {"form": form}, status=status)
+    context: dict[str, Any] = {"form": form}
+    if request.method == "POST":
+        # Keep the live count after an error: the same selection, counted again.
+        selection = SelectionForm(request.POST)
+        if selection.is_valid():
+            ids, record = conversation_ids_for_selection(**selection.selection_kwargs())
+            context.update(preview={"n": len(ids), "record": record, "form": selection})
+        named = chatbot_names_in(request.POST.get("name", ""))
+        if named:
+            context["name_warning"] = named
+    return render(request, "annotation/coordinator/study_form.html", context, status=status)
 
 
 @require_GET
@@ -209,7 +222,9 @@ def study_rater_remove(request: HttpRequest, pk: int, user_id: int) -> HttpRespo
 def assignment_reassign_view(request: HttpRequest, pk: int, assignment_id: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
     assignment = reads.assignment_get_for_coordinator(study, pk=assignment_id)
-    raters = [m.user for m in reads.rater_memberships(study) if m.active and m.user_id != assignment.rater_id]
+    # Only raters who could take it: active, and not already holding this conversation.
+    holders = reads.conversation_holders(study, conversation_id=assignment.conversation_id)
+    raters = [m.user for m in reads.rater_memberships(study) if m.active and m.user_id not in holders]
     form = ReassignForm(request.POST or None, raters=raters)
     movable = assignment.status in (AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS)
     if request.method == "POST" and movable and form.is_valid():
@@ -225,13 +240,28 @@ def assignment_reassign_view(request: HttpRequest, pk: int, assignment_id: int) 
     return render(request, "annotation/coordinator/assignment_reassign.html", context, status=400 if form.errors else 200)
 
 
+PROGRESS_COLUMNS = [
+    Column("code", "Conversation", lambda r: r.conversation.code),
+    Column("persona", "Persona", lambda r: r.conversation.persona.name if r.conversation.persona else None),
+    Column("chatbot", "Chatbot", lambda r: r.conversation.target.code if r.conversation.target else None),
+    Column("done", "Done", lambda r: (r.n_submitted / len(r.cells)) if r.cells else 0.0, numeric=True),
+]
+
+
 @require_GET
 def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    progress = progress_reads.study_progress(study)
+    table = TableQuery.from_request(
+        request, filters=progress_reads.PROGRESS_FILTERS, columns=PROGRESS_COLUMNS, default_sort="code"
+    )
+    rows = table.sorted(progress_reads.conversation_rows(progress, show=table.show, q=table.q))
     context = {
         "study": study,
         "manages": reads.user_manages_study(request.user, study),
-        "progress": progress_reads.study_progress(study),
+        "progress": progress,
+        "table": table,
+        "page": table.paginate(rows),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 
@@ -246,13 +276,28 @@ def study_progress_csv(request: HttpRequest, pk: int, table: str) -> HttpRespons
     return _csv(f"study-{study.pk}-progress-{table}.csv", *rows(progress))
 
 
+CONSENSUS_COLUMNS = [
+    Column("code", "Conversation", lambda r: r.conversation.code),
+    Column("chatbot", "Chatbot", lambda r: r.conversation.target.code if r.conversation.target else None),
+    Column("unresolved", "Unresolved", lambda r: r.n_unresolved, numeric=True),
+    Column("disagreement", "Most disputed", lambda r: r.disagreement, numeric=True),
+]
+
+
 @require_GET
 def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    consensus = consensus_reads.consensus_table(study)
+    table = TableQuery.from_request(
+        request, filters=consensus_reads.CONSENSUS_FILTERS, columns=CONSENSUS_COLUMNS, default_sort="code"
+    )
+    rows = table.sorted(consensus_reads.consensus_rows(consensus.rows, show=table.show, q=table.q))
     context = {
         "study": study,
         "manages": reads.user_manages_study(request.user, study),
-        "table": consensus_reads.consensus_table(study),
+        "consensus": consensus,
+        "table": table,
+        "page": table.paginate(rows),
         "n_queue": consensus_reads.adjudication_queue(study).count(),
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
@@ -273,31 +318,77 @@ def study_consensus_csv(request: HttpRequest, pk: int) -> HttpResponse:
     return _csv(f"study-{study.pk}-consensus.csv", *consensus_reads.consensus_csv_rows(study))
 
 
-def _queue_context(study: Any, selected: int | None, form: AdjudicateForm | None = None) -> dict[str, Any]:
-    queue = list(consensus_reads.adjudication_queue(study))
-    chosen = selected or (queue[0].pk if queue else None)
-    case = consensus_reads.adjudication_case(study, consensus_id=chosen) if chosen else None
-    if case is not None and form is None:
-        form = AdjudicateForm(labels=consensus_reads.adjudication_labels(case), initial={"label": case.entry.label or None})
+def _queue_context(request: HttpRequest, study: Any, conversation_id: int | None, **extra: Any) -> dict[str, Any]:
+    table = TableQuery.from_request(request, filters=consensus_reads.QUEUE_FILTERS)
+    queue = consensus_reads.adjudication_queue_by_conversation(study, show=table.show, q=table.q)
+    page = table.paginate(queue, per_page=30)
+    if conversation_id is None and page.object_list:
+        conversation_id = page.object_list[0].conversation.pk
+    case = None
+    if conversation_id is not None:
+        try:
+            case = consensus_reads.adjudication_conversation_case(study, conversation_id=conversation_id)
+        except Http404:
+            case = None  # settled meanwhile: show the queue
     return {
         "study": study,
-        "queue": queue,
+        "table": table,
+        "page": page,
+        "n_waiting": sum(len(g.entries) for g in queue),
         "case": case,
-        "form": form,
+        "titles": consensus_reads.item_titles(study),
         "done": consensus_reads.adjudicated_entries(study)[:50],
+        "chosen": {},
+        **extra,
     }
 
 
 @require_GET
 def study_adjudication(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    selected = request.GET.get("entry", "")
-    context = _queue_context(study, int(selected) if selected.isdigit() else None)
+    conversation = request.GET.get("conversation", "")
+    entry = request.GET.get("entry", "")
+    conversation_id = int(conversation) if conversation.isdigit() else None
+    if conversation_id is None and entry.isdigit():
+        conversation_id = study.consensus.filter(pk=int(entry)).values_list("conversation_id", flat=True).first()
+    context = _queue_context(request, study, conversation_id)
     return render(request, "annotation/coordinator/adjudication.html", context)
 
 
 @require_POST
+def study_adjudicate_conversation(request: HttpRequest, pk: int, conversation_id: int) -> HttpResponse:
+    """Record final labels for the disputed items of one conversation, with one reason for all."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    case = consensus_reads.adjudication_conversation_case(study, conversation_id=conversation_id)
+    chosen = {c.entry.pk: request.POST.get(f"label_{c.entry.pk}", "") for c in case.cases}
+    reason = request.POST.get("reason", "").strip()
+    errors: dict[str, str] = {}
+    if not reason:
+        errors["reason"] = "Say why: the reason is recorded with every label you set."
+    if not any(chosen.values()):
+        errors["labels"] = "Choose a final label for at least one item."
+    if not errors:
+        try:
+            entries = consensus_adjudicate_conversation(
+                study=study, conversation_id=conversation_id, labels=chosen, reason=reason, actor=request.user
+            )
+        except AnnotationError as exc:
+            errors["labels"] = str(exc)
+        else:
+            left = len(case.cases) - len(entries)
+            messages.success(
+                request,
+                f"{case.conversation.code}: {len(entries)} final label{'s' if len(entries) != 1 else ''} recorded"
+                + (f"; {left} item{'s' if left != 1 else ''} of it still open." if left else "."),
+            )
+            return redirect("annotation:study-adjudication", pk=pk)
+    context = _queue_context(request, study, conversation_id, errors=errors, chosen=chosen, reason=reason)
+    return render(request, "annotation/coordinator/adjudication.html", context, status=400)
+
+
+@require_POST
 def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpResponse:
+    """Record the final label of one item (the per-conversation form is the page's usual way)."""
     study = reads.study_get_for_coordinator(request.user, pk=pk)
     case = consensus_reads.adjudication_case(study, consensus_id=consensus_id)
     form = AdjudicateForm(request.POST, labels=consensus_reads.adjudication_labels(case))
@@ -310,9 +401,11 @@ def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpRe
         except AnnotationError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{entry.conversation.code} · {entry.item_key}: final label '{entry.label}' recorded.")
+            messages.success(request, f"{entry.conversation.code} · {case.item.text}: final label '{entry.label}' recorded.")
             return redirect("annotation:study-adjudication", pk=pk)
-    context = _queue_context(study, consensus_id, form)
+    errors = {"labels": " ".join(form.non_field_errors() + form.errors.get("label", [])), "reason": " ".join(form.errors.get("reason", []))}
+    context = _queue_context(request, study, case.entry.conversation_id, errors={k: v for k, v in errors.items() if v},
+                             chosen={case.entry.pk: request.POST.get("label", "")}, reason=request.POST.get("reason", ""))
     return render(request, "annotation/coordinator/adjudication.html", context, status=400)
 
 

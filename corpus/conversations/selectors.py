@@ -6,12 +6,15 @@ import json
 from collections.abc import Iterator
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
 
 from core.csvstream import stream_csv
 from core.permissions import require_corpus_access
 from corpus.models import Conversation, Message
+
+# Sortable columns of the conversation list: query value -> model field.
+SORTS = {"code": "code", "messages": "message_count", "created": "created_at", "id": "id"}
 
 
 def conversation_list_for_user(
@@ -21,10 +24,24 @@ def conversation_list_for_user(
     target_id: int | None = None,
     source: str | None = None,
     flagged: bool | None = None,
+    search: str = "",
+    order: str = "id",
 ) -> QuerySet[Conversation]:
-    """Return the unblinded corpus for researchers, coordinators and admins."""
+    """Return the unblinded corpus for researchers, coordinators and admins.
+
+    ``search`` matches every word in the code, external id, persona name or chatbot code;
+    ``order`` is one of ``SORTS`` (a leading "-" for descending).
+    """
     require_corpus_access(user)
-    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by("id")
+    field = SORTS.get(order.lstrip("-"), "id")
+    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by(
+        f"-{field}" if order.startswith("-") else field, "id"
+    )
+    for word in search.split():
+        qs = qs.filter(
+            Q(code__icontains=word) | Q(external_id__icontains=word) | Q(persona__name__icontains=word)
+            | Q(target__code__icontains=word)
+        )
     if persona_id:
         qs = qs.filter(persona_id=persona_id)
     if target_id:

@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from core.permissions import corpus_required, import_required
 from core.problems import ImportRejected
+from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations import selectors, services
 from corpus.conversations.forms import ConversationImportForm
@@ -22,14 +23,24 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
+COLUMNS = [Column("code", "Code"), Column("messages", "Messages", numeric=True), Column("created", "Added")]
+
+
+def _table(request: HttpRequest) -> TableQuery:
+    return TableQuery.from_request(request, columns=COLUMNS, extra=("target", "source", "flagged", "persona"))
+
+
 def _filtered(request: HttpRequest):  # type: ignore[no-untyped-def]
     flagged = request.GET.get("flagged")
+    table = _table(request)
     return selectors.conversation_list_for_user(
         request.user,
         persona_id=_int_or_none(request.GET.get("persona")),
         target_id=_int_or_none(request.GET.get("target")),
         source=request.GET.get("source") or None,
         flagged={"1": True, "0": False}.get(flagged or ""),
+        search=table.q,
+        order=("-" if table.desc else "") + (table.sort or "id"),
     )
 
 
@@ -40,6 +51,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
         request,
         "corpus/conversation_list.html",
         {
+            "table": _table(request),
             "page": page,
             "targets": target_list_for_user(request.user),
             "query": request.GET.urlencode(),

@@ -227,3 +227,6 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))
+# Launch checks: before a simulation batch or judge run starts, each model gets one small call.
+EVALSITE_PREFLIGHT = os.environ.get("EVALSITE_PREFLIGHT", "1").lower() not in ("0", "false", "no", "off")
+EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", "30"))

@@ -1,9 +1,12 @@
 /* The rating page: autosave every answer, guided question flows, keyboard-only rating.
  *
  * Saves go one at a time to POST /api/v1/my/assignments/<id>/answers/ with the revision the
- * page last saw; the server answers the new revision, or 409 when the rating changed
- * elsewhere (another tab or device). Until a change is saved it stays on the page and in
- * `pending`; a failed save is retried and never dropped. Plain JavaScript, no dependencies.
+ * page last saw; the server answers the new revision, 409 when the rating changed elsewhere
+ * (another tab or device), 410 when a coordinator withdrew the conversation. The status says
+ * "All answers saved" only when the server confirmed every answer: a refused answer stays on
+ * the page with its reason until the rater tries again or discards it, a network or server
+ * failure is retried with backoff, and every unsaved answer is also kept in local storage
+ * (restored, and offered for saving, when the page is opened again). No dependencies.
  */
 (function () {
   "use strict";
@@ -16,14 +19,54 @@
   var statusEl = document.getElementById("save-status");
   var banner = document.getElementById("save-banner");
   var csrfInput = document.querySelector("input[name=csrfmiddlewaretoken]");
+  var storeKey = "evalsite:rating:" + config.assignment;
   var revision = config.revision;
   var lastSaveAt = Date.now();
+  // Every answer is in exactly one place until the server confirms it: queued, in flight,
+  // refused (with the server's reason) or restored from this browser after a reload. All of
+  // them are mirrored to local storage, so closing the tab loses nothing either.
   var pending = new Map(); // "part|key" -> {part, item_key, value, note}
-  var inFlight = null;
+  var inFlight = null; // {id, entry}
+  var refused = new Map(); // id -> {entry, reason}
+  var restored = new Map(); // id -> entry (kept in this browser, not yet saved)
+  var confirmed = new Map(); // id -> {value, note}: what the server holds
   var conflict = false;
+  var withdrawn = false;
+  var typing = false;
   var retryDelay = 0;
   var retryTimer = null;
+  var retryAt = 0;
+  var retryWhy = "";
+  var countdown = null;
   var current = null; // the item the keyboard acts on
+
+  // ---------------------------------------------------------------- local copy of unsaved answers
+  function unsavedEntries() {
+    var all = new Map();
+    restored.forEach(function (entry, id) { all.set(id, entry); });
+    refused.forEach(function (r, id) { all.set(id, r.entry); });
+    if (inFlight) all.set(inFlight.id, inFlight.entry);
+    pending.forEach(function (entry, id) { all.set(id, entry); });
+    return all;
+  }
+
+  function persist() {
+    var entries = {};
+    unsavedEntries().forEach(function (entry, id) {
+      entries[id] = Object.assign({ label: labelOf(entry) }, entry);
+    });
+    try {
+      if (Object.keys(entries).length) {
+        window.localStorage.setItem(storeKey, JSON.stringify({ revision: revision, saved: Date.now(), entries: entries }));
+      } else {
+        window.localStorage.removeItem(storeKey);
+      }
+    } catch (e) { /* storage full or blocked: the page still holds the answers */ }
+  }
+
+  function readStore() {
+    try { return JSON.parse(window.localStorage.getItem(storeKey) || "null"); } catch (e) { return null; }
+  }
 
   // ---------------------------------------------------------------- status and banner
   function setStatus(text, kind) {
@@ -32,7 +75,64 @@
     statusEl.className = "save-status" + (kind ? " " + kind : "");
   }
 
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+  function secondsLeft() { return Math.max(0, Math.ceil((retryAt - Date.now()) / 1000)); }
+
+  // The one place that decides what the status pill and the banner say: from the state, so a
+  // later success elsewhere can never paint over an answer that was not saved.
+  function render() {
+    persist();
+    updateCount();
+    var unsaved = Array.from(unsavedEntries().values());
+    if (withdrawn) {
+      setStatus("Not saved: conversation withdrawn", "error");
+      showBanner("error",
+        "This conversation was withdrawn from you by the study coordinator, so nothing more can be saved here. " +
+        "Answers saved earlier stay in the study's records with the withdrawn conversation. " +
+        (unsaved.length ? "These answers were not saved; they stay on this page and in this browser until you discard them:" : ""),
+        unsaved.map(describe), { discard: unsaved.length > 0, leave: true });
+      return;
+    }
+    if (conflict) {
+      setStatus("Not saved", "error");
+      return; // the conflict banner stays as it was shown
+    }
+    if (refused.size) {
+      var lines = Array.from(refused.values()).map(function (r) { return describe(r.entry) + " — " + r.reason; });
+      setStatus(plural(refused.size, "answer") + " not saved", "error");
+      showBanner("error",
+        "The server refused " + plural(refused.size, "answer") + ". " + (refused.size === 1 ? "It stays" : "They stay") +
+        " on this page and in this browser until saved or discarded. Check the reason, then try again, or discard to go back to the saved " +
+        (refused.size === 1 ? "answer:" : "answers:"),
+        lines, { retry: true, discard: true });
+      return;
+    }
+    if (restored.size) {
+      setStatus(plural(restored.size, "earlier answer") + " not saved", "error");
+      showBanner("conflict",
+        "This browser kept " + plural(restored.size, "answer") + " from your last visit that never reached the server. " +
+        (restored.size === 1 ? "It is" : "They are") + " filled in below. Save them, or discard them to keep the saved answers:",
+        Array.from(restored.values()).map(describe), { saveRestored: true, discard: true });
+      return;
+    }
+    if (retryTimer) {
+      var offline = navigator.onLine === false;
+      setStatus("Not saved yet" + (offline ? ": offline" : "") + " · retrying in " + secondsLeft() + " s", "error");
+      showBanner("error",
+        retryWhy + " Your answers are kept on this page and in this browser, and are saved when the connection is back " +
+          "(next try in " + secondsLeft() + " s). Not saved yet:",
+        unsaved.map(describe), { retry: true });
+      return;
+    }
+    hideBanner();
+    if (inFlight || pending.size) setStatus("Saving…", "saving");
+    else if (typing) setStatus("Unsaved changes…", "saving");
+    else setStatus("All answers saved", "saved");
+  }
+
   function showBanner(kind, text, list, buttons) {
+    buttons = buttons || {};
     banner.className = "banner " + kind;
     banner.querySelector(".banner-text").textContent = text;
     var ul = banner.querySelector(".banner-list");
@@ -42,8 +142,11 @@
       li.textContent = line;
       ul.appendChild(li);
     });
-    banner.querySelector(".banner-retry").hidden = !(buttons && buttons.retry);
-    banner.querySelector(".banner-reload").hidden = !(buttons && buttons.reload);
+    banner.querySelector(".banner-retry").hidden = !buttons.retry;
+    banner.querySelector(".banner-reload").hidden = !buttons.reload;
+    banner.querySelector(".banner-discard").hidden = !buttons.discard;
+    banner.querySelector(".banner-save-restored").hidden = !buttons.saveRestored;
+    banner.querySelector(".banner-leave").hidden = !buttons.leave;
     banner.hidden = false;
   }
 
@@ -57,14 +160,18 @@
     );
   }
 
-  function describe(entry) {
+  function labelOf(entry) {
     var el = itemFor(entry.part, entry.item_key);
     var num = el ? (el.querySelector(".qnum") || {}).textContent || entry.item_key : entry.item_key;
-    return "Question " + num + ": " + (entry.value === "" ? "(empty)" : entry.value) +
+    return "Question " + num;
+  }
+
+  function describe(entry) {
+    return labelOf(entry) + ": " + (entry.value === "" ? "(empty)" : entry.value) +
       (entry.note ? " (note: " + entry.note + ")" : "");
   }
 
-  // ---------------------------------------------------------------- saving
+  // ---------------------------------------------------------------- answers on the page
   function answerOf(el) {
     var text = el.querySelector("textarea[data-text-answer]");
     if (text) return { value: text.value, note: null };
@@ -73,34 +180,52 @@
     return { value: checked ? checked.value : null, note: noteEl ? noteEl.value : null };
   }
 
+  function setAnswer(el, value, note) {
+    var text = el.querySelector("textarea[data-text-answer]");
+    if (text) {
+      text.value = value || "";
+    } else {
+      el.querySelectorAll("input[type=radio]").forEach(function (r) { r.checked = r.value === value; });
+      var noteEl = el.querySelector("textarea[data-note]");
+      if (noteEl && note !== undefined && note !== null) noteEl.value = note;
+    }
+    el.classList.toggle("answered", !!(value && String(value).trim()));
+  }
+
+  function same(a, b) {
+    return (a.value || "") === (b.value || "") && (a.note === null || a.note === undefined || (a.note || "") === (b.note || ""));
+  }
+
   function queueSave(el) {
     var answer = answerOf(el);
     if (answer.value === null) return; // a note waits for its answer
     var entry = { part: el.dataset.part, item_key: el.dataset.key, value: answer.value };
     if (answer.note !== null) entry.note = answer.note;
-    pending.delete(entry.part + "|" + entry.item_key); // keep queue order = order of changes
-    pending.set(entry.part + "|" + entry.item_key, entry);
-    el.classList.toggle("answered", answer.value !== "");
+    var id = entry.part + "|" + entry.item_key;
+    refused.delete(id); // a new answer replaces a refused one: it is sent again
+    restored.delete(id);
+    pending.delete(id); // keep queue order = order of changes
+    pending.set(id, entry);
+    el.classList.toggle("answered", answer.value.trim() !== "");
+    if (answer.value.trim() !== "") el.classList.remove("missing");
     flush();
   }
 
+  // ---------------------------------------------------------------- saving
   function flush() {
-    if (inFlight || conflict || retryTimer) return;
-    if (!pending.size) {
-      setStatus("All answers saved", "saved");
-      hideBanner();
-      return;
-    }
+    if (inFlight || conflict || withdrawn || retryTimer) return render();
+    if (!pending.size) return render();
     var id = pending.keys().next().value;
     var entry = pending.get(id);
     pending.delete(id);
+    inFlight = { id: id, entry: entry };
     var now = Date.now();
     var body = Object.assign({}, entry, {
       expected_revision: revision,
       elapsed_seconds: Math.round((now - lastSaveAt) / 100) / 10,
     });
-    setStatus("Saving…", "saving");
-    inFlight = fetch(config.answersUrl, {
+    render();
+    fetch(config.answersUrl, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfInput.value, Accept: "application/json" },
@@ -119,23 +244,31 @@
           retryDelay = 0;
           var hidden = document.getElementById("expected-revision");
           if (hidden) hidden.value = revision;
+          rememberConfirmed(result.data.answers);
           if (result.data.flow) applyFlow(result.data.flow, entry.item_key);
           flush();
         } else if (result.status === 409) {
           keep(id, entry);
           conflict = true;
-          setStatus("Not saved", "error");
+          render();
           showBanner(
             "conflict",
             (result.data.detail ? capitalise(result.data.detail) + ". " : "") +
               "To protect both versions nothing more is saved from this page. Reload to see the saved answers, then give these answers again:",
-            Array.from(pending.values()).map(describe),
+            Array.from(unsavedEntries().values()).map(describe),
             { reload: true }
           );
+        } else if (result.status === 410 || result.status === 404) {
+          keep(id, entry);
+          withdrawn = true;
+          if (form) form.querySelectorAll("input, textarea, button").forEach(function (c) { c.disabled = true; });
+          render();
+        } else if (result.status === 401 || result.status === 403) {
+          retryLater(id, entry, "Your session has ended or the page lost its permission (" + result.status + "). Log in again in another tab.");
         } else if (result.status >= 400 && result.status < 500) {
-          // The server refused this answer (invalid, locked, gone): say so, keep the rest going.
-          setStatus("Not saved", "error");
-          showBanner("error", capitalise(result.data.detail || "this answer was refused") + ".", [describe(entry)], {});
+          // Refused (invalid, locked, calibration pending...): never shown as saved. It stays,
+          // with the reason, until the rater tries again or discards it; the rest goes on.
+          refused.set(id, { entry: entry, reason: capitalise(result.data.detail || "refused by the server (" + result.status + ")") });
           flush();
         } else {
           retryLater(id, entry, "The server had a problem (" + result.status + ").");
@@ -143,8 +276,21 @@
       })
       .catch(function () {
         inFlight = null;
-        retryLater(id, entry, "No connection to the server.");
+        retryLater(id, entry, navigator.onLine === false ? "You are offline." : "No connection to the server.");
       });
+  }
+
+  function rememberConfirmed(answers) {
+    if (!answers) return;
+    ["main", "section"].forEach(function (part) {
+      var given = answers[part] || {};
+      Array.from(confirmed.keys()).forEach(function (id) {
+        if (id.indexOf(part + "|") === 0 && !(id.slice(part.length + 1) in given)) confirmed.set(id, { value: "", note: "" });
+      });
+      Object.keys(given).forEach(function (key) {
+        confirmed.set(part + "|" + key, { value: String(given[key].value || ""), note: String(given[key].note || "") });
+      });
+    });
   }
 
   function keep(id, entry) {
@@ -160,25 +306,50 @@
   function retryLater(id, entry, why) {
     keep(id, entry);
     retryDelay = Math.min(retryDelay ? retryDelay * 2 : 2000, 30000);
-    setStatus("Not saved yet", "error");
-    showBanner(
-      "error",
-      why + " Your answers are still on this page and will be saved when the connection is back (next try in " +
-        Math.round(retryDelay / 1000) + " s). Not saved yet:",
-      Array.from(pending.values()).map(describe),
-      { retry: true }
-    );
+    retryWhy = why;
+    retryAt = Date.now() + retryDelay;
+    if (retryTimer) clearTimeout(retryTimer);
     retryTimer = setTimeout(function () { retryTimer = null; flush(); }, retryDelay);
+    if (!countdown) countdown = setInterval(function () {
+      if (!retryTimer) { clearInterval(countdown); countdown = null; return; }
+      render();
+    }, 1000);
+    render();
   }
 
   function retryNow() {
     if (retryTimer) clearTimeout(retryTimer);
     retryTimer = null;
+    refused.forEach(function (r, id) { if (!pending.has(id)) pending.set(id, r.entry); });
+    refused.clear();
+    flush();
+  }
+
+  function discardUnsaved() {
+    // Go back to what the server holds for every refused or restored answer.
+    var ids = Array.from(refused.keys()).concat(Array.from(restored.keys()));
+    if (withdrawn) ids = Array.from(unsavedEntries().keys());
+    ids.forEach(function (id) {
+      var parts = id.split("|");
+      var el = itemFor(parts[0], parts.slice(1).join("|"));
+      var saved = confirmed.get(id) || { value: "", note: "" };
+      if (el && !withdrawn) setAnswer(el, saved.value, saved.note);
+      refused.delete(id);
+      restored.delete(id);
+      pending.delete(id);
+    });
+    if (withdrawn) inFlight = null;
+    render();
+  }
+
+  function saveRestored() {
+    restored.forEach(function (entry, id) { pending.set(id, entry); });
+    restored.clear();
     flush();
   }
 
   function idle() {
-    return !inFlight && !pending.size;
+    return !inFlight && !pending.size && !refused.size && !restored.size;
   }
 
   function whenIdle(timeoutMs) {
@@ -187,7 +358,7 @@
       var started = Date.now();
       (function check() {
         if (idle()) return resolve();
-        if (conflict || Date.now() - started > timeoutMs) return reject();
+        if (conflict || withdrawn || refused.size || restored.size || Date.now() - started > timeoutMs) return reject();
         setTimeout(check, 100);
       })();
     });
@@ -195,6 +366,22 @@
 
   function capitalise(text) {
     return text ? text.charAt(0).toUpperCase() + text.slice(1) : text;
+  }
+
+  // ---------------------------------------------------------------- answered counter
+  function updateCount() {
+    var n = document.getElementById("answered-n");
+    if (!n) return;
+    var shown = items().filter(function (el) {
+      return el.classList.contains("fq") || (el.classList.contains("item") && el.dataset.required === "true");
+    });
+    var answered = shown.filter(function (el) {
+      if (el.classList.contains("fq")) return el.dataset.state === "answered";
+      var a = answerOf(el);
+      return a.value !== null && a.value.trim() !== "";
+    });
+    n.textContent = answered.length;
+    document.getElementById("answered-total").textContent = shown.length;
   }
 
   // ---------------------------------------------------------------- guided question flow
@@ -314,7 +501,7 @@
     else if (key === "k") move(-1);
     else if (key === "u") focusItem(items().filter(unanswered)[0]);
     else if (key === "?") toggleHelp();
-    else if (key === "t") document.getElementById("transcript").focus();
+    else if (key === "t") { showView("transcript"); document.getElementById("transcript").focus(); }
     else if (key === "y" || key === "n" || key === "a") handled = choose(current, '[data-letter="' + key + '"]');
     else if (/^[1-9]$/.test(key)) handled = choose(current, '[data-n="' + key + '"]');
     else handled = false;
@@ -326,9 +513,62 @@
     if (el) current = el;
   });
 
+  // ---------------------------------------------------------------- phones: transcript or questions
+  var layout = document.getElementById("rate-layout");
+  var scrolls = {};
+  var narrow = window.matchMedia("(max-width: 760px)");
+
+  function showView(view) {
+    if (!layout || layout.dataset.view === view) return;
+    if (layout.dataset.view) scrolls[layout.dataset.view] = window.scrollY;
+    layout.dataset.view = view;
+    document.querySelectorAll(".pane-switch [data-view]").forEach(function (b) {
+      b.setAttribute("aria-pressed", b.dataset.view === view ? "true" : "false");
+    });
+    if (narrow.matches) window.scrollTo(0, scrolls[view] || 0);
+  }
+
+  document.querySelectorAll("button[data-view]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      showView(button.dataset.view);
+      if (button.dataset.view === "questions" && narrow.matches) {
+        var at = current || items().filter(unanswered)[0];
+        if (at) focusItem(at);
+      }
+    });
+  });
+  // Resuming starts on the questions; a fresh conversation starts with the transcript.
+  showView(config.resumeAt || config.submitted ? "questions" : "transcript");
+
   var reviseProblems = document.getElementById("revise-problems");
   if (reviseProblems) reviseProblems.focus();
   if (config.submitted || !form) return; // a locked rating: navigation only
+
+  // ---------------------------------------------------------------- opening: saved, kept, resumed
+  items().forEach(function (el) {
+    if (el.classList.contains("ro-item")) return;
+    var a = answerOf(el);
+    confirmed.set(el.dataset.part + "|" + el.dataset.key, { value: a.value || "", note: a.note || "" });
+  });
+  var kept = readStore();
+  if (kept && kept.entries) {
+    Object.keys(kept.entries).forEach(function (id) {
+      var entry = kept.entries[id];
+      var el = itemFor(entry.part, entry.item_key);
+      var saved = confirmed.get(id) || { value: "", note: "" };
+      if (!el || same(entry, saved)) return; // the server has it: nothing to restore
+      delete entry.label;
+      restored.set(id, entry);
+      setAnswer(el, entry.value, entry.note);
+    });
+  }
+  render();
+  var resumeAt = config.resumeAt && document.getElementById(config.resumeAt);
+  if (resumeAt && !restored.size) {
+    current = resumeAt;
+    resumeAt.focus({ preventScroll: true });
+    resumeAt.scrollIntoView({ block: "center" });
+  }
 
   // ---------------------------------------------------------------- autosave wiring
   form.addEventListener("change", function (event) {
@@ -339,9 +579,10 @@
   form.addEventListener("input", function (event) {
     if (event.target.tagName !== "TEXTAREA") return;
     var el = event.target.closest(ITEM);
-    setStatus("Unsaved changes…", "saving");
+    typing = true;
+    render();
     clearTimeout(typingTimers.get(el));
-    typingTimers.set(el, setTimeout(function () { queueSave(el); }, 800));
+    typingTimers.set(el, setTimeout(function () { typingTimers.delete(el); typing = typingTimers.size > 0; queueSave(el); }, 800));
   });
   form.addEventListener("focusout", function (event) {
     if (event.target.tagName !== "TEXTAREA") return;
@@ -349,6 +590,7 @@
     if (typingTimers.has(el)) {
       clearTimeout(typingTimers.get(el));
       typingTimers.delete(el);
+      typing = typingTimers.size > 0;
       queueSave(el);
     }
   });
@@ -363,6 +605,10 @@
   });
 
   banner.querySelector(".banner-retry").addEventListener("click", retryNow);
+  banner.querySelector(".banner-discard").addEventListener("click", discardUnsaved);
+  banner.querySelector(".banner-save-restored").addEventListener("click", saveRestored);
+  window.addEventListener("online", function () { if (retryTimer) retryNow(); });
+  window.addEventListener("offline", render);
   var leaving = false; // the rater chose to reload after a conflict: the banner listed what is unsaved
   banner.querySelector(".banner-reload").addEventListener("click", function () {
     leaving = true;
@@ -370,7 +616,7 @@
   });
 
   window.addEventListener("beforeunload", function (event) {
-    if (!leaving && !idle()) {
+    if (!leaving && !withdrawn && !idle()) {
       event.preventDefault();
       event.returnValue = "";
     }
@@ -382,7 +628,11 @@
     event.preventDefault();
     setStatus("Saving before you go…", "saving");
     whenIdle(10000).then(function () { window.location.href = breakLink.href; }, function () {
-      showBanner("error", "Some answers are not saved yet, so the page stays open. Try again in a moment.", Array.from(pending.values()).map(describe), { retry: true });
+      render();
+      if (!conflict && !withdrawn && !refused.size && !restored.size) {
+        showBanner("error", "Some answers are not saved yet, so the page stays open. Try again in a moment.",
+          Array.from(unsavedEntries().values()).map(describe), { retry: true });
+      }
     });
   });
 
@@ -390,6 +640,7 @@
   var problems = document.getElementById("submit-problems");
   form.addEventListener("submit", function (event) {
     event.preventDefault();
+    document.querySelectorAll(".item.missing, .fq.missing").forEach(function (el) { el.classList.remove("missing"); });
     var missing = items().filter(unanswered);
     if (missing.length) {
       problems.textContent = "";
@@ -397,15 +648,21 @@
       var strong = document.createElement("strong");
       strong.textContent = "Not submitted yet: " + missing.length + " required question" + (missing.length > 1 ? "s" : "") + " unanswered.";
       p.appendChild(strong);
+      p.appendChild(document.createTextNode(" They are marked below; each link goes to one."));
       var ul = document.createElement("ul");
+      ul.className = "missing-links";
       missing.forEach(function (el) {
+        el.classList.add("missing");
         var li = document.createElement("li");
         var a = document.createElement("a");
         a.href = "#" + el.id;
-        var legend = el.querySelector("legend");
-        a.textContent = legend ? legend.textContent.replace(/\s+/g, " ").trim() : el.dataset.key;
-        a.addEventListener("click", function (e) { e.preventDefault(); focusItem(el); });
+        var num = (el.querySelector(".qnum") || {}).textContent || el.dataset.key;
+        a.textContent = "Question " + num;
+        a.addEventListener("click", function (e) { e.preventDefault(); showView("questions"); focusItem(el); });
         li.appendChild(a);
+        var legend = el.querySelector("legend");
+        var text = legend ? legend.textContent.replace(/\s+/g, " ").trim().replace(/^\S+\s/, "") : "";
+        if (text) li.appendChild(document.createTextNode(": " + (text.length > 90 ? text.slice(0, 89) + "…" : text)));
         ul.appendChild(li);
       });
       problems.appendChild(p);
@@ -424,7 +681,11 @@
       },
       function () {
         button.disabled = false;
-        showBanner("error", "Not submitted: some answers are not saved yet.", Array.from(pending.values()).map(describe), { retry: !conflict, reload: conflict });
+        render();
+        if (!conflict && !withdrawn) {
+          showBanner("error", "Not submitted: some answers are not saved yet.",
+            Array.from(unsavedEntries().values()).map(describe), { retry: true, discard: refused.size + restored.size > 0 });
+        }
       }
     );
   });

@@ -85,6 +85,7 @@ def make_study(
         calibration[conversation.pk] = reference or {"amhart_01": {"label": "yes", "explanation": "validated feelings in turn 2"}}
     study = study_create(
         name="Rater test study",
+        rater_title="Adolescent wellbeing ratings",
         instrument=instrument or amhart,
         section=section,
         conversation_ids=[c.pk for c in conversations[:n]],

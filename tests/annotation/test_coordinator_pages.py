@@ -415,9 +415,15 @@ def test_the_adjudication_queue_puts_unresolved_first_then_the_most_disputed(coo
         submit(a, main)
     study_compute_consensus(study=study, actor=coordinator)
     response = client_for(coordinator).get(reverse("annotation:study-adjudication", args=[study.pk]))
-    queue = [e.item_key for e in response.context["queue"]]
+    group = response.context["page"].object_list[0]
+    queue = [e.item_key for e in group.entries]
     assert queue == ["amhart_13", "amhart_02", "amhart_03"]  # three-way tie, then 1/3 disagreement (by key)
-    assert response.context["queue"][0].provenance == ConsensusProvenance.UNRESOLVED
+    assert group.entries[0].provenance == ConsensusProvenance.UNRESOLVED
+    # The case shows the three items in form order, worded, on one screen.
+    case = response.context["case"]
+    assert [c.entry.item_key for c in case.cases] == ["amhart_02", "amhart_03", "amhart_13"]
+    body = response.content.decode()
+    assert "amhart_13" not in body.replace('name="label_', "") and case.cases[2].item.text[:40] in body
 
 
 def test_the_adjudicator_sees_every_raters_answer_and_note_and_the_transcript(coordinator, disputed):
@@ -438,7 +444,32 @@ def test_the_adjudicator_records_the_final_label_with_a_reason(coordinator, disp
     entry.refresh_from_db()
     assert (entry.label, entry.provenance, entry.adjudicated_by) == ("yes", "adjudicated", coordinator)
     assert "final label &#x27;yes&#x27; recorded" in response.content.decode()
-    assert [e.pk for e in response.context["queue"]] == [disputed.consensus.get(provenance="unresolved").pk]
+    left = [e.pk for g in response.context["page"].object_list for e in g.entries]
+    assert left == [disputed.consensus.get(provenance="unresolved").pk]
+
+
+def test_the_adjudicator_settles_a_whole_conversation_with_one_reason(coordinator, disputed, outsider):
+    from annotation.models import StudyEvent
+
+    study_compute_consensus(study=disputed, actor=coordinator)
+    open_entries = list(disputed.consensus.filter(provenance="unresolved").order_by("conversation_id"))
+    entry = open_entries[0]
+    url = reverse("annotation:study-adjudicate-conversation", args=[disputed.pk, entry.conversation_id])
+    client = client_for(coordinator)
+    refused = client.post(url, {f"label_{entry.pk}": "no", "reason": ""})
+    assert refused.status_code == 400 and "Say why" in refused.content.decode()
+    assert 'value="no" checked' in refused.content.decode()  # the choice is kept beside the error
+    assert client.post(url, {"reason": "x"}).status_code == 400  # no label chosen
+    assert client_for(outsider).post(url, {f"label_{entry.pk}": "no", "reason": "x"}).status_code == 404
+    response = client.post(url, {f"label_{entry.pk}": "no", "reason": "generic reassurance only"}, follow=True)
+    entry.refresh_from_db()
+    assert (entry.label, entry.provenance, entry.reason) == ("no", "adjudicated", "generic reassurance only")
+    assert "1 final label recorded" in response.content.decode()
+    assert StudyEvent.objects.filter(study=disputed, action="adjudicated", reason="generic reassurance only").count() == 1
+    # A label of another conversation cannot ride along.
+    other = open_entries[1]
+    bad = client.post(url, {f"label_{other.pk}": "no", "reason": "x"})
+    assert bad.status_code == 404
 
 
 def test_another_coordinator_cannot_adjudicate(coordinator, disputed):
@@ -484,3 +515,16 @@ def test_a_coordinator_gives_a_researcher_read_access_to_the_results(db, coordin
     assert study.events.filter(action="member_added").exists()
     assert client_for(researcher).get(f"/reports/studies/{study.pk}/reliability/").status_code == 200
     assert client_for(outsider).post(f"/studies/{study.pk}/members/add/", {"user": outsider.pk, "role": "researcher"}).status_code == 404
+
+
+def test_move_targets_leave_out_raters_who_already_hold_the_conversation(coordinator, outsider):
+    raters = clinicians(3, prefix="mover")
+    study = make_study(coordinator, raters, n=3, k=2)
+    study_assign(study=study, actor=coordinator, seed=1)
+    assignment = study.assignments.order_by("id").first()
+    holders = set(study.assignments.filter(conversation_id=assignment.conversation_id).values_list("rater_id", flat=True))
+    response = client_for(coordinator).get(reverse("annotation:study-assignment-reassign", args=[study.pk, assignment.pk]))
+    offered = {int(value) for value, _ in response.context["form"].fields["new_rater"].choices}
+    assert offered == {r.pk for r in raters} - holders and offered
+    url = reverse("annotation:study-assignment-reassign", args=[study.pk, assignment.pk])
+    assert client_for(outsider).get(url).status_code == 404

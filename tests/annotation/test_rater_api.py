@@ -178,8 +178,14 @@ def test_a_withdrawn_assignment_is_gone_for_its_former_rater(clinician, clinicia
     assignment_reassign(assignment=mine, new_rater=clinician2, actor=coordinator, reason="rotation")
     client = client_for(clinician)
     assert client.get(f"{BASE}{mine.pk}/").status_code == 404
-    assert post(client, f"{BASE}{mine.pk}/answers/", {"part": "main", "item_key": "amhart_01", "value": "yes"})[0] == 404
+    # Saving answers 410 to its former rater (the page says so), 404 to anyone else.
+    status, body = post(client, f"{BASE}{mine.pk}/answers/", {"part": "main", "item_key": "amhart_01", "value": "yes"})
+    assert status == 410 and body["withdrawn"] is True
+    assert post(client_for(clinician2), f"{BASE}{mine.pk}/answers/", {"part": "main", "item_key": "amhart_01", "value": "yes"})[0] == 404
     assert mine.pk not in [row["id"] for row in client.get(BASE).json()["results"]]
+    page = client.get(f"/ratings/{mine.pk}/")
+    assert page.status_code == 410 and "is no longer yours to rate" in page.content.decode()
+    assert client_for(clinician2).get(f"/ratings/{mine.pk}/").status_code == 404
 
 
 def test_anonymous_calls_are_refused(clinician, clinician2):

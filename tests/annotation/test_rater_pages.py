@@ -31,7 +31,8 @@ def test_dashboard_shows_progress_and_continues_with_the_next_unfinished(clinici
     rating_submit(assignment_id=order[0].pk, user=clinician)
     rating_save_answer(assignment_id=order[1].pk, user=clinician, part="main", item_key="amhart_01", value="no")
     html = client_for(clinician).get(reverse("annotation:my-studies")).content.decode()
-    assert "Rater test study" in html
+    # Raters see the rater-facing title, never the internal name (it may name chatbots).
+    assert "Adolescent wellbeing ratings" in html and "Rater test study" not in html
     counts = re.sub(r"<[^>]+>", "", re.search(r'<p class="counts">(.*?)</p>', html, re.S).group(1))
     assert "1 done · 1 in progress · 2 not started" in counts
     assert '<progress max="4" value="1"' in html
@@ -228,7 +229,9 @@ def test_a_rater_cannot_open_another_study_or_a_withdrawn_assignment(clinician, 
     study = make_study([clinician, clinician2], n=2, k=1, coordinator=coordinator)
     mine = first_assignment(study, clinician)
     assignment_reassign(assignment=mine, new_rater=clinician2, actor=coordinator, reason="rotation")
-    assert client_for(clinician).get(reverse("annotation:rate", args=[mine.pk])).status_code == 404
+    gone = client_for(clinician).get(reverse("annotation:rate", args=[mine.pk]))
+    assert gone.status_code == 410 and "rotation" not in gone.content.decode()  # says so, not why
+    assert client_for(outsider).get(reverse("annotation:rate", args=[mine.pk])).status_code == 404
     html = client_for(clinician).get(reverse("annotation:my-studies")).content.decode()
     assert mine.conversation.code not in html
 

@@ -61,10 +61,39 @@ def page(chromium_browser, live_server):  # type: ignore[no-untyped-def]
     context.close()
 
 
-def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+# Off by default in axe: the visible text of a control must be part of its accessible name.
+AXE_EXTRA_RULES = {"label-content-name-mismatch": {"enabled": True}}
+
+
+def axe_violations(page) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Run axe-core over the page as it is now; return the serious and critical violations."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        "async (rules) => (await axe.run(document, {rules})).violations"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: ' + n.html.slice(0, 160))}))",
+        AXE_EXTRA_RULES,
+    )
+    return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+def check_a11y(page, where: str = "") -> None:  # type: ignore[no-untyped-def]
+    """Fail with axe's findings when the page has a serious or critical violation."""
+    bad = axe_violations(page)
+    assert not bad, f"accessibility violations on {where or page.url}:\n" + "\n".join(
+        f"- {v['id']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["nodes"]) for v in bad
+    )
+
+
+def screenshot(page, name: str, *, a11y: bool = True, full_page: bool = True) -> Path:  # type: ignore[no-untyped-def]
+    """Save a screenshot under test-artifacts/ and check the page with axe-core."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
+    if a11y:
+        check_a11y(page, name)
     return path
 
 

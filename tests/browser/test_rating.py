@@ -106,7 +106,14 @@ def test_submit_names_what_is_missing_and_a_conflict_offers_a_reload(page, clini
     assert page.locator(".banner-retry").is_hidden() and page.locator(".banner-reload").is_visible()
     page.locator(".banner-reload").click()
     page.wait_for_selector("#rating-form")
-    assert checked(page, "main", "amhart_03") == "no" and checked(page, "main", "amhart_02") is None
+    # The reloaded page shows the other tab's answer, and offers back the one this page could not save.
+    assert checked(page, "main", "amhart_03") == "no" and checked(page, "main", "amhart_02") == "no"
+    assert "1 earlier answer not saved" in page.locator("#save-status").inner_text()
+    assert "Question 2: no" in page.locator("#save-banner").inner_text()
+    page.locator(".banner-discard").click()
+    assert checked(page, "main", "amhart_02") is None
+    wait_saved(page)
+    assert page.evaluate(f"localStorage.getItem('evalsite:rating:{assignment.pk}')") is None
 
 
 def test_guided_mode_asks_one_question_at_a_time_and_re_walks_a_changed_answer(page, clinician, clinician2):

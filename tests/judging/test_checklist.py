@@ -27,7 +27,14 @@ def test_the_request_carries_a_strict_json_schema_with_na_only_where_allowed(fak
     assert enums["amhart_01"] == ["yes", "no"]
     assert enums["amhart_13"] == ["yes", "no", "N/A"]
     assert enums["amhart_14"] == ["yes", "no", "N/A"]
-    assert body["temperature"] == 0
+    assert "temperature" not in body  # left to the provider unless the judge sets one
+
+
+def test_a_judges_temperature_is_sent_only_when_set(fake, amhart, conversations, make_judge, run_now):
+    judge = make_judge("cool-judge", amhart, temperature=0.0)
+    fake.script("cool-judge", [checklist_reply()])
+    run_now([judge], conversations[:1])
+    assert fake.requests[0].body["temperature"] == 0
 
 
 def test_the_prompt_holds_the_vignette_the_numbered_transcript_and_every_items_examples(fake, amhart, conversations, make_judge, run_now):

@@ -46,7 +46,7 @@ def test_a_researcher_starts_a_batch_from_the_form_and_lands_on_its_page(researc
     assert batch.status == SimulationBatch.Status.FINISHED
     page = client.get(response["Location"])
     body = page.content.decode()
-    assert "16 of 16 finished" in body
+    assert "Finished: all 16 conversations done" in body
     assert batch.persona_template.key in body and "evalsite-kickoff" in body
     assert 'hx-trigger="every 3s"' not in body  # a finished batch stops polling
 

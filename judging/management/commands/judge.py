@@ -52,8 +52,8 @@ class Command(BaseCommand):
         create.add_argument("--provider", default="")
         create.add_argument("--api-base", default="")
         create.add_argument("--api-key-env", default="", help="NAME of the variable holding the key")
-        create.add_argument("--temperature", type=float, default=0.0)
-        create.add_argument("--no-temperature", action="store_true", help="Do not send a temperature")
+        create.add_argument("--temperature", type=float, default=None, help="Default: not sent (the provider decides)")
+        create.add_argument("--no-temperature", action="store_true", help="Do not send a temperature (the default)")
         create.add_argument("--reasoning-effort", default="", choices=["", "minimal", "low", "medium", "high"])
         create.add_argument("--params", default="{}", help="Other litellm parameters as JSON")
         create.add_argument("--prompt", default="", help="Prompt template id (default: the team default)")
@@ -138,8 +138,18 @@ class Command(BaseCommand):
             codes=_csv(o["codes"]),
             include_flagged=o["include_flagged"],
         )
+        judges = selectors.judges_by_reference(_csv(o["judges"]))
+        from judging.launch import judges_preflight
+        from simulation.preflight import enabled as preflight_enabled
+
+        if preflight_enabled():
+            report = judges_preflight(judges)
+            for check in report.failed:
+                self.stderr.write(f"{check.used_by} ({check.model}): {check.problem}\n  what to do: {check.hint}")
+            if not report.ok:
+                raise CommandError(report.message())
         run = services.judge_run_create(
-            judges=selectors.judges_by_reference(_csv(o["judges"])),
+            judges=judges,
             conversation_ids=ids,
             selection=selection,
             instances=o["instances"],
@@ -194,18 +204,23 @@ class Command(BaseCommand):
         self._summary(run)
 
     def _bar(self, run: JudgeRun, started: float, width: int = 30) -> None:
+        """Draw the progress line on stdout (stderr is for errors, and Django paints it red)."""
         finished = run.n_done + run.n_failed
         filled = int(width * run.progress)
+        elapsed = time.monotonic() - started
+        left = ""
+        if 0 < finished < run.n_total and elapsed > 0:
+            left = f" ~{(run.n_total - finished) * elapsed / finished:4.0f}s left"
         line = (
             f"\r[{'#' * filled}{'.' * (width - filled)}] {finished}/{run.n_total} "
             f"failed {run.n_failed} cached {run.n_cached}/{run.n_calls} "
-            f"{time.monotonic() - started:5.0f}s"
+            f"{elapsed:5.0f}s{left}"
         )
-        self.stderr.write(line, ending="")
-        self.stderr.flush()
+        self.stdout.write(line, ending="")
+        self.stdout.flush()
 
     def _summary(self, run: JudgeRun) -> None:
-        self.stderr.write("")
+        self.stdout.write("")
         self.stdout.write(
             f"run {run.pk}: {run.get_status_display()}; {run.n_done} done, {run.n_failed} failed of "
             f"{run.n_total}; calls {run.n_calls} ({run.n_cached} cached); tokens "
@@ -213,3 +228,8 @@ class Command(BaseCommand):
         )
         if run.error:
             self.stdout.write(run.error)
+        from judging.selectors import run_error_groups
+
+        for group in run_error_groups(run):
+            self.stderr.write(f"{group.count} failed with {group.kind}: {group.example[:200]}")
+            self.stderr.write(f"  what to do: {group.hint}")

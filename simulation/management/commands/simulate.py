@@ -20,6 +20,8 @@ from simulation.batches import (
 )
 from simulation.errors import SimulationError
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.preflight import batch_preflight
+from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import prompt_templates_ensure_builtin
 from simulation.selectors import batch_progress
 from simulation.simulate import simulation_runs_execute_inline
@@ -79,7 +81,14 @@ class Command(BaseCommand):
                 )
                 self.stdout.write(f"Resumed {batch.code}.")
             else:
-                batch = simulation_batch_create(spec=self._spec(options), dispatch=not options["inline"])
+                spec = self._spec(options)
+                if preflight_enabled():
+                    report = batch_preflight(spec)
+                    if not report.ok:
+                        for check in report.failed:
+                            self.stderr.write(f"{check.used_by} ({check.model}): {check.problem}\n  what to do: {check.hint}")
+                        raise CommandError(report.message())
+                batch = simulation_batch_create(spec=spec, dispatch=not options["inline"])
                 self.stdout.write(f"Started {batch.code}: {batch.runs.count()} conversation(s), {batch.turns} messages each.")
         except SimulationError as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,184 @@
+"""Launch checks: before a simulation batch or a judge run starts, every model must answer.
+
+For each distinct model the check (1) looks for its key variable in this process's environment
+(the named variable, or the provider's usual one that litellm would read), then (2) makes one
+small call through the same ``simulation.llm.chat`` path and parameters the run will use. A
+model that fails either is reported with the reason and a fix hint, and the run is not started:
+sixteen conversations failing on an unset variable become one clear refusal instead.
+
+The fix hints (``FIX_HINTS``) are also what the pages show next to failed runs, per error kind.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.conf import settings
+
+from simulation.llm import LLMError, ModelSpec, RetryPolicy, chat
+
+PROMPT = [{"role": "user", "content": "This is a connection check. Reply with the single word OK."}]
+# One retry: a transient 5xx or 429 should not block a launch, a wrong key or parameter should.
+PREFLIGHT_RETRY = RetryPolicy(max_attempts=2, base_delay=0.5, max_delay=2.0)
+
+FIX_HINTS: dict[str, str] = {
+    "auth": "The key is missing or refused: set the key variable in the environment of the web server and of "
+    "every worker (then restart them), or correct the variable name.",
+    "bad_request": "The provider refused the request as sent: check the model name and the parameters; some models "
+    "refuse a temperature, a response format or max_tokens. Clone a judge into a new version without the "
+    "refused setting, or change the batch parameters.",
+    "rate_limited": "The provider is limiting the request rate: lower the requests per minute or the concurrent "
+    "calls, or wait, then retry.",
+    "timeout": "Calls took too long: check that the endpoint answers, raise the timeout or lower the concurrency.",
+    "server_error": "The endpoint failed or could not be reached: check the API base URL and the provider's "
+    "status, then retry.",
+    "empty": "The model answered with no text: check the model and its parameters (a token limit too low for a "
+    "reasoning model gives empty replies).",
+    "invalid_output": "The judge's replies did not follow the output schema even after the format retries: try "
+    "structured output, more format retries, or another model.",
+    "unparseable_answer": "The judge's answer could not be read as one of the options: check the prompt's "
+    "output format and the judge's structured output setting.",
+    "protocol": "The conversation broke the protocol (for example the user-agent left its role): see the "
+    "conversation and the integrity checks.",
+    "internal": "An error inside evalsite: see the worker log; retrying will fail the same way until it is fixed.",
+    "lost": "The worker doing this was lost: resume, and it continues after the last saved message.",
+}
+GENERIC_HINT = "See the error message; fix the cause, then retry the failed ones."
+
+
+def fix_hint(kind: str) -> str:
+    """Return what to do about a failure of this kind."""
+    return FIX_HINTS.get(kind or "", GENERIC_HINT)
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """The result of checking one model: who uses it, and what went wrong (if anything)."""
+
+    used_by: str  # "user-agent", "chatbot T-1", "judge gpt-judge"
+    model: str
+    ok: bool
+    kind: str = ""
+    problem: str = ""
+
+    @property
+    def hint(self) -> str:
+        return fix_hint(self.kind) if not self.ok else ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"used_by": self.used_by, "model": self.model, "ok": self.ok, "kind": self.kind,
+                "problem": self.problem, "hint": self.hint}
+
+
+@dataclass(frozen=True)
+class PreflightReport:
+    checks: list[ModelCheck]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[ModelCheck]:
+        return [c for c in self.checks if not c.ok]
+
+    def message(self) -> str:
+        """Return the refusal in one paragraph: each failed model with its reason."""
+        return "the launch check failed, nothing was started: " + "; ".join(
+            f"{c.used_by} ({c.model}): {c.problem}" for c in self.failed
+        )
+
+
+def enabled() -> bool:
+    """Return whether launch checks run (``EVALSITE_PREFLIGHT``, on by default)."""
+    return bool(getattr(settings, "EVALSITE_PREFLIGHT", True))
+
+
+def _missing_key(spec: ModelSpec) -> str:
+    if spec.api_key_env:
+        return "" if os.environ.get(spec.api_key_env) else (
+            f"the key variable {spec.api_key_env} is not set in the server's environment"
+        )
+    if spec.api_base:
+        return ""  # a self-hosted endpoint may need no key at all: the call below decides
+    from simulation.llm.client import _litellm
+
+    try:
+        found = _litellm().validate_environment(model=spec.model)
+    except Exception:  # an unknown provider: let the call report it
+        return ""
+    missing = [k for k in found.get("missing_keys", []) if k]
+    if found.get("keys_in_environment") is False and missing:
+        return f"the provider's key variable {', '.join(missing)} is not set in the server's environment"
+    return ""
+
+
+def check_model(used_by: str, spec: ModelSpec, *, response_format: dict[str, Any] | None = None) -> ModelCheck:
+    """Check one model: its key variable, then one small call as the run would make it."""
+    missing = _missing_key(spec)
+    if missing:
+        return ModelCheck(used_by, spec.model, False, "auth", missing)
+    quick = replace(spec, timeout=min(spec.timeout, float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30))))
+    try:
+        chat(quick, PROMPT, response_format=response_format, retry=PREFLIGHT_RETRY)
+    except LLMError as exc:
+        return ModelCheck(used_by, spec.model, False, exc.kind, str(exc))
+    return ModelCheck(used_by, spec.model, True)
+
+
+def preflight(models: Sequence[tuple[str, ModelSpec, dict[str, Any] | None]]) -> PreflightReport:
+    """Check every distinct model (same model, endpoint, key and parameters: checked once), in parallel."""
+    distinct: dict[tuple, tuple[str, ModelSpec, dict[str, Any] | None]] = {}
+    for used_by, spec, response_format in models:
+        key = (spec.model, spec.api_base, spec.api_key_env, repr(sorted(spec.params.items())), bool(response_format))
+        if key in distinct:
+            first = distinct[key]
+            distinct[key] = (f"{first[0]}, {used_by}", first[1], first[2])
+        else:
+            distinct[key] = (used_by, spec, response_format)
+    if not distinct:
+        return PreflightReport([])
+    with ThreadPoolExecutor(max_workers=min(8, len(distinct))) as pool:
+        checks = list(pool.map(lambda args: check_model(args[0], args[1], response_format=args[2]), distinct.values()))
+    return PreflightReport(checks)
+
+
+def _check_http_target(target: Any) -> ModelCheck:
+    """Check an HTTP chatbot with one small request through its own client."""
+    from simulation.http_target import http_chat
+
+    try:
+        http_chat(
+            url=target.api_base, headers=target.http_headers, request_template=target.request_template,
+            response_path=target.response_path or "reply", messages=PROMPT, model_label=target.model or target.code,
+            params=target.params, conversation_id="preflight",
+            timeout=min(float(target.timeout_seconds), float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30))),
+            retry=PREFLIGHT_RETRY,
+        )
+    except LLMError as exc:
+        return ModelCheck(f"chatbot {target.code}", target.model or target.api_base, False, exc.kind, str(exc))
+    return ModelCheck(f"chatbot {target.code}", target.model or target.api_base, True)
+
+
+def batch_preflight(spec: Any) -> PreflightReport:
+    """Check the user-agent model and every chosen chatbot of a batch spec (``batches.BatchSpec``)."""
+    from corpus.models import Target
+    from simulation.simulate import target_spec
+
+    ua = spec.user_agent
+    models: list[tuple[str, ModelSpec, dict[str, Any] | None]] = []
+    if ua.model.strip():
+        models.append(("user-agent", ModelSpec(model=ua.model.strip(), api_base=ua.api_base,
+                                               api_key_env=ua.api_key_env, params=ua.params), None))
+    http: list[Any] = []
+    for target in Target.objects.filter(pk__in=spec.target_ids).order_by("code"):
+        if target.kind == Target.Kind.HTTP:
+            http.append(target)
+        elif target.kind != Target.Kind.DEMO:
+            models.append((f"chatbot {target.code}", target_spec(target), None))
+    report = preflight(models)
+    return PreflightReport(report.checks + [_check_http_target(t) for t in http])
