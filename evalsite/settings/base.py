@@ -225,5 +225,13 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Secrets policy (core.secrets_policy): which environment variables may be sent as API keys and
+# to which hosts. Empty: the built-in defaults (key names *_API_KEY, *_API_TOKEN; the major
+# providers' API hosts and this machine). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
+# SECRET_KEY are never sent, whatever these say.
+EVALSITE_KEY_ENV_ALLOWED = env_list("EVALSITE_KEY_ENV_ALLOWED", [])
+EVALSITE_KEY_ENV_DENIED = env_list("EVALSITE_KEY_ENV_DENIED", [])
+EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
+
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))
