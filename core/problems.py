@@ -2,13 +2,21 @@
 
 Every importer collects `Problem`s for the whole file before writing anything, then raises
 `ImportRejected` if there is at least one: an import is all-or-nothing.
+A file can hold a million bad rows: `ProblemList` keeps the first ``MAX_LISTED`` in full and
+only counts the rest (grouped by column and message), so memory and the report stay small.
 Pure Python: no Django import, so parsers can use it from anywhere.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+MAX_LISTED = 100
+_QUOTED = re.compile(r"'[^']*'")
+_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -32,12 +40,61 @@ class Problem:
         return {"file": self.file, "line": self.line, "column": self.column, "message": self.message}
 
 
+def problem_group(problem: Problem) -> tuple[str, str]:
+    """Return (column, message with quoted values and numbers left out): problems of one kind."""
+    return problem.column or "", _NUMBER.sub("N", _QUOTED.sub("'…'", problem.message))
+
+
+class ProblemList(list[Problem]):
+    """The first ``limit`` problems in full; the others only counted, by ``problem_group``.
+
+    ``total`` counts every problem; ``omitted`` maps a group to how many were not listed.
+    """
+
+    def __init__(self, problems: Iterable[Problem] = (), *, limit: int = MAX_LISTED):
+        super().__init__()
+        self.limit = limit
+        self.total = 0
+        self.omitted: Counter[tuple[str, str]] = Counter()
+        self.extend(problems)
+
+    def append(self, problem: Problem) -> None:
+        self.total += 1
+        if len(self) < self.limit:
+            super().append(problem)
+        else:
+            self.omitted[problem_group(problem)] += 1
+
+    def extend(self, problems: Iterable[Problem]) -> None:
+        for problem in problems:
+            self.append(problem)
+        if isinstance(problems, ProblemList):  # its own unlisted ones count here too
+            self.total += sum(problems.omitted.values())
+            self.omitted.update(problems.omitted)
+
+    def __iadd__(self, problems: Iterable[Problem]) -> ProblemList:  # type: ignore[override]
+        self.extend(problems)
+        return self
+
+    @property
+    def n_omitted(self) -> int:
+        return self.total - len(self)
+
+    def omitted_groups(self) -> list[dict[str, object]]:
+        """Return the unlisted problems as groups, the largest first: column, message, count."""
+        return [{"column": c, "message": m, "count": n} for (c, m), n in self.omitted.most_common()]
+
+
 class ImportRejected(Exception):
     """Raised when an input has problems; nothing was written."""
 
     def __init__(self, problems: Iterable[Problem]):
-        self.problems: list[Problem] = list(problems)
-        super().__init__(f"{len(self.problems)} problem(s) found; nothing was imported")
+        self.problems: ProblemList = problems if isinstance(problems, ProblemList) else ProblemList(problems)
+        super().__init__(f"{self.problems.total} problem(s) found; nothing was imported")
 
     def report(self) -> str:
-        return "\n".join(str(p) for p in self.problems)
+        lines = [str(p) for p in self.problems]
+        if self.problems.n_omitted:
+            lines.append(f"... and {self.problems.n_omitted} more problem(s) not listed:")
+            lines += [f"  {g['count']} x column {g['column'] or '-'}: {g['message']}" for g in self.problems.omitted_groups()]
+        return "\n".join(lines)
