@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from axes.utils import reset as axes_reset
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from core.models import AllowedApiHost
@@ -59,3 +62,19 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         api_host_approve(url=getattr(obj, self.destination_fields[0], "") or "", actor=request.user, note=f"set on {obj._meta.verbose_name} {obj}")
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class EvalsiteUserAdmin(UserAdmin):
+    """Users, with the unlock of a sign-in that login throttling locked (core.login_throttle)."""
+
+    actions = ["unlock_sign_in"]
+
+    @admin.action(description="Unlock sign-in (clear failed login attempts)")
+    def unlock_sign_in(self, request: HttpRequest, queryset: Any) -> None:
+        cleared = sum(axes_reset(username=user.get_username()) for user in queryset)
+        self.message_user(request, f"Sign-in unlocked for {queryset.count()} user(s); {cleared} failed attempt record(s) cleared.")

@@ -49,3 +49,9 @@ urlpatterns = [
     path("judging/", include("judging.urls")),
     path("", include("annotation.urls")),
 ]
+
+# Friendly pages for people, JSON on /api/; never a debug page (core.errors_views).
+handler400 = "core.errors_views.bad_request"
+handler403 = "core.errors_views.permission_denied"
+handler404 = "core.errors_views.page_not_found"
+handler500 = "core.errors_views.server_error"

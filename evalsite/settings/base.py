@@ -8,6 +8,7 @@ talks through a filesystem broker, so nothing external is needed. ``DATABASE_URL
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     # The layers, each importing only those above it in this list (docs/architecture.md).
     "core",
     "corpus",
@@ -71,10 +73,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before any view hook reads the body (CSRF's process_view does): see core.middleware.
+    "core.middleware.UploadLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.LoginRequiredEverywhereMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -121,6 +127,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, core.login_throttle): failures counted per username and client
+# address on every login path; a locked pair waits, or an administrator unlocks it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("EVALSITE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("EVALSITE_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "core.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "core.login_throttle.client_ip"
+EVALSITE_TRUSTED_PROXY_COUNT = int(os.environ.get("EVALSITE_TRUSTED_PROXY_COUNT", "0"))
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -148,9 +168,21 @@ STORAGES = {
 }
 MEDIA_ROOT = VAR_DIR / "media"
 
-# Uploads: importers read the whole file into memory to validate it before writing anything.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("EVALSITE_MAX_UPLOAD_BYTES", str(50 * 1024 * 1024)))
-FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# Uploads (core.uploads): an upload above EVALSITE_MAX_UPLOAD_BYTES is answered 413 while it
+# streams in (UploadLimitMiddleware, LimitedUploadHandler), zips are checked member by member,
+# and one file holds at most EVALSITE_MAX_IMPORT_ROWS lines. Importers read an accepted file
+# into memory to validate it whole before writing anything.
+EVALSITE_MAX_UPLOAD_BYTES = int(os.environ.get("EVALSITE_MAX_UPLOAD_BYTES", str(50 * 1024 * 1024)))
+EVALSITE_MAX_UNZIPPED_BYTES = int(os.environ.get("EVALSITE_MAX_UNZIPPED_BYTES", str(100 * 1024 * 1024)))
+EVALSITE_MAX_ZIP_RATIO = float(os.environ.get("EVALSITE_MAX_ZIP_RATIO", "100"))
+EVALSITE_MAX_IMPORT_ROWS = int(os.environ.get("EVALSITE_MAX_IMPORT_ROWS", "500000"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # form fields and JSON bodies (files are apart)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440  # larger files go to a temporary file, not memory
+FILE_UPLOAD_HANDLERS = [
+    "core.uploads.LimitedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
