@@ -72,7 +72,7 @@ class _fake_server:
 
 def _setup_environment(args: argparse.Namespace) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings.base"
-    os.environ["DJANGO_DEBUG"] = "0"  # DEBUG would keep every SQL query in memory
+    os.environ["EVALSITE_DEBUG"] = "0"  # DEBUG would keep every SQL query in memory
     os.environ["DJANGO_LOG_LEVEL"] = "WARNING"
     os.environ["EVALSITE_VAR_DIR"] = tempfile.mkdtemp(prefix="simbench-")
     os.environ["BENCH_LLM_API_KEY"] = "sk-bench-not-a-real-key"

@@ -8,6 +8,8 @@ talks through a filesystem broker, so nothing external is needed. ``DATABASE_URL
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -36,10 +38,35 @@ def env_list(name: str, default: list[str]) -> list[str]:
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get(
-    "DJANGO_SECRET_KEY", "insecure-development-key-only-for-the-embedded-default-do-not-deploy"
-)
+def secret_key_from_var(var_dir: Path) -> str:
+    """Return the key kept in ``var_dir/secret_key``, made once (random, readable by the owner only).
+
+    Web server and worker may start together: the file appears whole or not at all (written
+    aside, then hard-linked into place), and whoever loses the race reads the winner's key.
+    """
+    path = var_dir / "secret_key"
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    var_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=var_dir, prefix=".secret_key.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(secrets.token_urlsafe(50))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+    return path.read_text(encoding="utf-8").strip()
+
+
+# Debug pages list the URL configuration and local variables (a rater's free-text answers):
+# off unless asked for, also for `make run`.
+DEBUG = env_bool("EVALSITE_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secret_key_from_var(VAR_DIR)
+# The demo accounts have known passwords: allowed in this embedded mode, never in production.
+EVALSITE_DEMO_ALLOWED = env_bool("EVALSITE_DEMO_ALLOWED", True)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -160,12 +187,12 @@ STATICFILES_FINDERS = [
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
-        else "django.contrib.staticfiles.storage.StaticFilesStorage"
-    },
+    # The embedded mode serves static files straight from the finders (no collectstatic), with
+    # debug on or off; production settings switch to the compressed, hashed manifest.
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 
 # Uploads (core.uploads): an upload above EVALSITE_MAX_UPLOAD_BYTES is answered 413 while it
@@ -223,9 +250,11 @@ if not REDIS_URL:
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # Exchange tables: kombu's default is ./control in the working directory (the checkout).
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -50,8 +50,8 @@ def test_if_empty_skips_a_database_that_has_users(db, capsys):
     assert "not seeded again" in capsys.readouterr().out
 
 
-@override_settings(DEBUG=False)
-def test_seed_demo_refuses_without_debug(db):
+@override_settings(EVALSITE_DEMO_ALLOWED=False)
+def test_seed_demo_refuses_where_demos_are_not_allowed(db):
     with pytest.raises(CommandError, match="known passwords"):
         call_command("seed_demo")
 
