@@ -18,7 +18,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
                 "detail": str(exc),
                 "problems": [p.as_dict() for p in exc.problems],
                 "total": exc.problems.total,
-                "not_listed": exc.problems.omitted_groups(),
+                "by_kind": exc.problems.by_kind(),
             },
             status=400,
         )

@@ -3,7 +3,7 @@
 Every importer collects `Problem`s for the whole file before writing anything, then raises
 `ImportRejected` if there is at least one: an import is all-or-nothing.
 A file can hold a million bad rows: `ProblemList` keeps the first ``MAX_LISTED`` in full and
-only counts the rest (grouped by column and message), so memory and the report stay small.
+counts all by kind (column and message, quoted values left out), so memory and reports stay small.
 Pure Python: no Django import, so parsers can use it from anywhere.
 """
 
@@ -46,31 +46,44 @@ def problem_group(problem: Problem) -> tuple[str, str]:
 
 
 class ProblemList(list[Problem]):
-    """The first ``limit`` problems in full; the others only counted, by ``problem_group``.
+    """The first ``limit`` problems in full; every problem counted by kind (``problem_group``).
 
-    ``total`` counts every problem; ``omitted`` maps a group to how many were not listed.
+    ``total`` counts every problem; ``kinds`` maps a kind to its count (at most ``MAX_KINDS``
+    kinds; beyond, "other problems"), so a million bad rows cost a hundred Problems and a few
+    counters.
     """
+
+    MAX_KINDS = 200
 
     def __init__(self, problems: Iterable[Problem] = (), *, limit: int = MAX_LISTED):
         super().__init__()
         self.limit = limit
         self.total = 0
-        self.omitted: Counter[tuple[str, str]] = Counter()
+        self.kinds: Counter[tuple[str, str]] = Counter()
         self.extend(problems)
+
+    def _count(self, kind: tuple[str, str], n: int = 1) -> None:
+        if kind not in self.kinds and len(self.kinds) >= self.MAX_KINDS:
+            kind = ("", "other problems")
+        self.kinds[kind] += n
 
     def append(self, problem: Problem) -> None:
         self.total += 1
+        self._count(problem_group(problem))
         if len(self) < self.limit:
             super().append(problem)
-        else:
-            self.omitted[problem_group(problem)] += 1
 
     def extend(self, problems: Iterable[Problem]) -> None:
+        if isinstance(problems, ProblemList):  # keep the counts of the ones it did not list
+            for problem in problems:
+                if len(self) < self.limit:
+                    super().append(problem)
+            self.total += problems.total
+            for kind, n in problems.kinds.items():
+                self._count(kind, n)
+            return
         for problem in problems:
             self.append(problem)
-        if isinstance(problems, ProblemList):  # its own unlisted ones count here too
-            self.total += sum(problems.omitted.values())
-            self.omitted.update(problems.omitted)
 
     def __iadd__(self, problems: Iterable[Problem]) -> ProblemList:  # type: ignore[override]
         self.extend(problems)
@@ -80,9 +93,9 @@ class ProblemList(list[Problem]):
     def n_omitted(self) -> int:
         return self.total - len(self)
 
-    def omitted_groups(self) -> list[dict[str, object]]:
-        """Return the unlisted problems as groups, the largest first: column, message, count."""
-        return [{"column": c, "message": m, "count": n} for (c, m), n in self.omitted.most_common()]
+    def by_kind(self) -> list[dict[str, object]]:
+        """Return every problem counted by kind, the largest first: column, message, count."""
+        return [{"column": c, "message": m, "count": n} for (c, m), n in self.kinds.most_common()]
 
 
 class ImportRejected(Exception):
@@ -95,6 +108,6 @@ class ImportRejected(Exception):
     def report(self) -> str:
         lines = [str(p) for p in self.problems]
         if self.problems.n_omitted:
-            lines.append(f"... and {self.problems.n_omitted} more problem(s) not listed:")
-            lines += [f"  {g['count']} x column {g['column'] or '-'}: {g['message']}" for g in self.problems.omitted_groups()]
+            lines.append(f"... {self.problems.n_omitted} more not listed; all {self.problems.total} by kind:")
+            lines += [f"  {g['count']} x column {g['column'] or '-'}: {g['message']}" for g in self.problems.by_kind()]
         return "\n".join(lines)
