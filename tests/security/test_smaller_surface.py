@@ -13,7 +13,6 @@ import pytest
 from django.apps import apps
 from django.test import Client
 from django.utils import timezone
-from knox.models import AuthToken
 
 from annotation.models import Assignment, AssignmentStatus, Rating
 from tests.annotation.rater_setup import first_assignment, make_study
@@ -37,6 +36,8 @@ def test_raters_and_outsiders_cannot_read_the_api_schema_or_docs(clinician, outs
 
 
 def test_api_tokens_are_hashed_at_rest_and_shown_once(researcher):
+    from knox.models import AuthToken  # inside: the app is installed only with this change
+
     client = client_for(researcher)
     page = client.post("/accounts/api-tokens/", {"action": "create"}).content.decode()
     token = page.split('id="new-token">')[1].split("<")[0]
@@ -51,6 +52,8 @@ def test_api_tokens_are_hashed_at_rest_and_shown_once(researcher):
 
 
 def test_an_expired_or_revoked_token_is_refused(researcher):
+    from knox.models import AuthToken  # inside: the app is installed only with this change
+
     stored, token = AuthToken.objects.create(user=researcher)
     api = Client()
     assert api.get("/api/v1/instruments/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 200
