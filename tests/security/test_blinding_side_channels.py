@@ -20,7 +20,7 @@ from annotation.studies.services import study_assign, study_create
 from corpus.conversations.services import conversations_import
 from corpus.instruments.services import builtin_instruments_load
 from corpus.models import Conversation
-from tests.annotation.rater_setup import flow_instrument
+from tests.annotation.rater_setup import answer_everything, flow_instrument
 from tests.conftest import client_for
 from tests.factories import PersonaFactory, PersonaSetFactory
 
@@ -73,6 +73,15 @@ def _responses(client: Client, assignment: Assignment, answer: dict[str, str]) -
     keep("api submit refused", client.post(f"{api}submit/", "{}", content_type="application/json"))
     keep("rating page after a save", client.get(f"/ratings/{assignment.pk}/"))
     keep("dashboard after a save", client.get("/ratings/"))
+    if assignment.study.instrument.kind == "checklist":
+        answer_everything(assignment, assignment.rater)
+        keep("api submit", client.post(f"{api}submit/", "{}", content_type="application/json"))
+        keep("locked page", client.get(f"/ratings/{assignment.pk}/"))
+        keep("api revise", client.post(f"{api}revise/", json.dumps({"changes": {"main": {"amhart_02": "no"}}, "reason": "second look"}),
+                                       content_type="application/json"))
+        keep("revise page refused", client.post(f"/ratings/{assignment.pk}/revise/", {"part": "main", "item_key": "amhart_03", "value": "yes", "reason": ""}))
+        keep("api detail submitted", client.get(api))
+        keep("dashboard at the end", client.get("/ratings/"))
     return out
 
 
@@ -101,6 +110,10 @@ def test_same_text_different_persona_design_gives_identical_rater_pages(kind, cl
     for (name, status_low, body_low), (_, status_none, body_none) in zip(low, none, strict=True):
         assert status_low == status_none, name
         assert body_low == body_none, name
+    statuses = {name: status for name, status, _ in low}
+    assert statuses["rating page"] == statuses["api detail"] == statuses["api save"] == 200
+    if kind == "checklist":
+        assert statuses["api submit"] == statuses["locked page"] == statuses["api revise"] == 200
     # Neither benign conversation carries a warning, whatever its persona was designed as.
     assert not Conversation.objects.filter(sensitive=True).exists()
 
