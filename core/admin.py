@@ -36,6 +36,7 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
     """
 
     destination_fields: tuple[str, str, str] = ("api_base", "api_key_env", "")
+    params_field = "params"
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> type[forms.ModelForm]:
@@ -53,6 +54,7 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
                 api_base=value(base_field) or "",
                 key_env=value(key_field) or "",
                 header_envs=header_env_names(value(headers_field) or {}) if headers_field else (),
+                params=value(self.params_field) if self.params_field else None,
                 actor=request.user,
             )
             if problems:

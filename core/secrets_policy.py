@@ -112,15 +112,43 @@ def api_base_problem(url: str, *, actor: Any = None) -> str | None:
     )
 
 
+# Provider parameters that move a call elsewhere (Bedrock's aws_bedrock_runtime_endpoint, a
+# proxy...): the base URL field is the one place for that, checked against the hosts.
+_WHERE_KEY = re.compile(r"base|url|endpoint|host|proxy", re.IGNORECASE)
+
+
+def params_problems(params: Any) -> list[str]:
+    """Return why sampling parameters may not be sent: they read the environment or redirect."""
+    problems: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not path and _WHERE_KEY.search(str(key)):
+                    problems.append(f"the parameter {key} would send calls elsewhere; use the base URL field")
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{path}.{index}")
+        elif isinstance(value, str) and "os.environ/" in value:
+            # litellm reads "os.environ/NAME" values from the environment for some providers.
+            problems.append(f"the parameter {path} may not read an environment variable (os.environ/...)")
+
+    walk(params or {}, "")
+    return problems
+
+
 def destination_problems(
-    *, api_base: str = "", key_env: str = "", header_envs: Iterable[str] = (), actor: Any = None, label: str = ""
+    *, api_base: str = "", key_env: str = "", header_envs: Iterable[str] = (), params: Any = None,
+    actor: Any = None, label: str = "",
 ) -> list[str]:
-    """Return every reason a call to ``api_base`` with these key variables is refused."""
+    """Return every reason a call to ``api_base`` with these key variables and parameters is refused."""
     prefix = f"{label}: " if label else ""
     problems = [problem for name in (key_env, *header_envs) if (problem := key_env_problem(name))]
     base = api_base_problem(api_base, actor=actor)
     if base:
         problems.append(base)
+    problems += params_problems(params)
     return [prefix + p for p in dict.fromkeys(problems)]
 
 
@@ -129,9 +157,9 @@ def header_env_names(headers: Mapping[str, Any] | None) -> list[str]:
     return [name for value in (headers or {}).values() for name in ENV_REF_RE.findall(str(value))]
 
 
-def destination_enforce(*, api_base: str = "", key_env: str = "", header_envs: Iterable[str] = ()) -> None:
+def destination_enforce(*, api_base: str = "", key_env: str = "", header_envs: Iterable[str] = (), params: Any = None) -> None:
     """Raise ``SecretsPolicyError`` unless a call may go there now (the call-time check)."""
-    problems = destination_problems(api_base=api_base, key_env=key_env, header_envs=header_envs)
+    problems = destination_problems(api_base=api_base, key_env=key_env, header_envs=header_envs, params=params)
     if problems:
         raise SecretsPolicyError("refused by the secrets policy: " + "; ".join(problems))
 

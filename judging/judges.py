@@ -163,7 +163,7 @@ def judge_create(
         # Refuses pasted keys ("sk-...") too: only a variable's name is ever stored.
         raise JudgingError("api_key_env must be the NAME of an environment variable, e.g. OPENAI_API_KEY")
     # The secrets policy: an allowed key variable, a host on the list (or an administrator's).
-    refused = destination_problems(api_base=api_base, key_env=api_key_env, actor=created_by)
+    refused = destination_problems(api_base=api_base, key_env=api_key_env, params=params, actor=created_by)
     if refused:
         raise JudgingError("; ".join(refused))
     if reasoning_effort not in ReasoningEffort.values:

@@ -62,6 +62,7 @@ class SimulationRunInline(admin.TabularInline):
 @admin.register(SimulationBatch)
 class SimulationBatchAdmin(DestinationCheckedAdmin):
     destination_fields = ("user_api_base", "user_api_key_env", "")
+    params_field = "user_params"
     list_display = ["code", "name", "protocol", "status", "user_model", "created_at"]
     list_filter = ["protocol", "status"]
     readonly_fields = ["config"]

@@ -131,7 +131,7 @@ def _check_targets(targets: list[Target], spec: BatchSpec, problems: _Problems) 
         if target.kind == Target.Kind.DEMO:
             problems.append(f"chatbot {target.code} is a demo target with no live model")
         problems.extend(destination_problems(
-            api_base=target.api_base, key_env=target.api_key_env, label=f"chatbot {target.code}",
+            api_base=target.api_base, key_env=target.api_key_env, params=target.params, label=f"chatbot {target.code}",
             header_envs=header_env_names(target.http_headers) if target.kind == Target.Kind.HTTP else (),
         ))
         if target.kind == Target.Kind.HTTP:
@@ -222,7 +222,8 @@ def simulation_batch_create(
     problems.check(bool(spec.user_agent.model.strip()), "the user-agent model is required")
     # The secrets policy, for the user-agent as asked and for each chatbot as stored.
     problems.extend(destination_problems(
-        api_base=spec.user_agent.api_base, key_env=spec.user_agent.api_key_env, actor=created_by, label="user-agent",
+        api_base=spec.user_agent.api_base, key_env=spec.user_agent.api_key_env, params=dict(spec.user_agent.params),
+        actor=created_by, label="user-agent",
     ))
     try:
         ModelSpec(model=spec.user_agent.model, params=spec.user_agent.params)

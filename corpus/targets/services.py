@@ -88,6 +88,7 @@ def target_create(
         problems += destination_problems(
             api_base=api_base,
             key_env=api_key_env,
+            params=params if isinstance(params, dict) else None,
             header_envs=header_env_names(http_headers) if kind == Target.Kind.HTTP and isinstance(http_headers, dict) else (),
             actor=actor,
         )

@@ -187,7 +187,7 @@ def _api_key(spec: ModelSpec) -> str | None:
 def _refuse_by_secrets_policy(spec: ModelSpec) -> None:
     """Refuse a key variable or host the secrets policy does not allow (the call-time check)."""
     try:
-        destination_enforce(api_base=spec.api_base, key_env=spec.api_key_env)
+        destination_enforce(api_base=spec.api_base, key_env=spec.api_key_env, params=spec.params)
     except SecretsPolicyError as exc:
         raise LLMError(f"{spec.model}: {exc}", kind="auth") from exc
 

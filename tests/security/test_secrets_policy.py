@@ -172,3 +172,18 @@ def test_allowed_names_pass(monkeypatch):
     assert destination_problems(api_base="http://127.0.0.1:8765/v1", key_env="OFFLINE_MODEL_API_KEY", header_envs=["BOT_API_TOKEN"]) == []
     assert destination_problems(key_env="EVALSITE_API_KEY")  # ends right, but an app variable: never
     assert destination_problems(api_base="https://user:pw@api.openai.com/v1")  # credentials in the URL
+
+
+@pytest.mark.parametrize("params", [
+    {"aws_secret_access_key": "os.environ/DJANGO_SECRET_KEY"},
+    {"extra_headers": {"X-Leak": "os.environ/DATABASE_URL"}},
+    {"aws_bedrock_runtime_endpoint": "http://attacker.example"},
+])
+def test_parameters_may_not_read_the_environment_or_redirect_the_call(researcher, amhart, fake_llm, params):
+    response = api(researcher).post("/api/v1/judges/", {
+        "name": "p", "instrument": amhart.pk, "model": "bedrock/anthropic.claude-x", "params": params,
+    }, format="json")
+    assert response.status_code == 400, response.content
+    with pytest.raises(LLMError):
+        chat(ModelSpec(model="openai/x", api_base=fake_llm.base_url, params=params), [{"role": "user", "content": "hi"}], retry=NO_RETRY)
+    assert fake_llm.calls_total == 0
