@@ -39,7 +39,7 @@ os.environ.pop("DATABASE_URL", None)
 os.environ.pop("REDIS_URL", None)  # the local limiter: this benchmark measures one process
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ["BENCH_JUDGE_KEY"] = "sk-bench-not-a-real-key"
+os.environ["BENCH_JUDGE_API_KEY"] = "sk-bench-not-a-real-key"
 
 import django  # noqa: E402
 
@@ -201,7 +201,7 @@ def main() -> None:
         def judge(name: str, instrument, provider: str) -> Judge:  # type: ignore[no-untyped-def]
             return services.judge_create(
                 name=name, instrument=instrument, model=f"openai/{name}", provider=provider,
-                api_base=fake.base_url, api_key_env="BENCH_JUDGE_KEY", max_concurrent=args.concurrency,
+                api_base=fake.base_url, api_key_env="BENCH_JUDGE_API_KEY", max_concurrent=args.concurrency,
             )
 
         checklist = [judge("bench-gpt", amhart, "openai"), judge("bench-claude", amhart, "anthropic"), judge("bench-gemini", amhart, "google")]

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 VAR = tempfile.mkdtemp(prefix="evalsite-bench-")
 os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings.base"
 os.environ["EVALSITE_VAR_DIR"] = VAR
-os.environ["DJANGO_DEBUG"] = "false"
+os.environ["EVALSITE_DEBUG"] = "false"
 os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
 os.environ.setdefault("DJANGO_STATIC_ROOT", str(ROOT / "static"))  # silences whitenoise's warning
 

@@ -72,10 +72,10 @@ class _fake_server:
 
 def _setup_environment(args: argparse.Namespace) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings.base"
-    os.environ["DJANGO_DEBUG"] = "0"  # DEBUG would keep every SQL query in memory
+    os.environ["EVALSITE_DEBUG"] = "0"  # DEBUG would keep every SQL query in memory
     os.environ["DJANGO_LOG_LEVEL"] = "WARNING"
     os.environ["EVALSITE_VAR_DIR"] = tempfile.mkdtemp(prefix="simbench-")
-    os.environ["BENCH_LLM_KEY"] = "sk-bench-not-a-real-key"
+    os.environ["BENCH_LLM_API_KEY"] = "sk-bench-not-a-real-key"
     os.environ["REDIS_URL"] = args.redis_url or ""
     if args.database_url:
         os.environ["DATABASE_URL"] = args.database_url
@@ -154,13 +154,13 @@ def main() -> None:
 
     with _fake_server(args.latency) as fake:
         target = Target.objects.create(
-            code="T-BENCH", model="openai/bench-chatbot", api_base=fake.base_url, api_key_env="BENCH_LLM_KEY",
+            code="T-BENCH", model="openai/bench-chatbot", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY",
             params={"temperature": 1.0}, system_prompt="Be supportive.", max_concurrent=args.concurrency,
         )
         spec = BatchSpec(
             protocol="vera-mh", persona_set_id=persona_set.pk, target_ids=(target.pk,), repetitions=repetitions,
             user_agent=UserAgent(
-                model="openai/bench-user", api_base=fake.base_url, api_key_env="BENCH_LLM_KEY",
+                model="openai/bench-user", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY",
                 params={"temperature": 1.0}, max_concurrent=args.concurrency,
             ),
             turns=args.messages,
@@ -172,7 +172,7 @@ def main() -> None:
         # Warm up litellm (import, client, cost map) outside the timed part.
         from simulation.llm import ModelSpec, chat
 
-        chat(ModelSpec(model="openai/warmup", api_base=fake.base_url, api_key_env="BENCH_LLM_KEY"), [{"role": "user", "content": "hi"}])
+        chat(ModelSpec(model="openai/warmup", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY"), [{"role": "user", "content": "hi"}])
         rss_before = _rss_mb()
         connections.close_all()  # children must not share the parent's database connection
         started = time.perf_counter()

@@ -14,7 +14,13 @@ from core.problems import ImportRejected
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ImportRejected):
         return Response(
-            {"detail": str(exc), "problems": [p.as_dict() for p in exc.problems]}, status=400
+            {
+                "detail": str(exc),
+                "problems": [p.as_dict() for p in exc.problems],
+                "total": exc.problems.total,
+                "by_kind": exc.problems.by_kind(),
+            },
+            status=400,
         )
     if isinstance(exc, ServiceError):
         status = getattr(exc, "status", 400)

@@ -9,7 +9,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
-from core.roles import can_import, can_view_corpus, has_any_role
+from core.roles import API_ROLES, can_import, can_view_corpus, has_any_role
 
 
 def require_corpus_access(user: Any) -> None:
@@ -49,3 +49,13 @@ class CanViewCorpus(BasePermission):
 class CanImport(BasePermission):
     def has_permission(self, request: Any, view: Any) -> bool:
         return can_import(request.user)
+
+
+class UsesTheApi(BasePermission):
+    """The API schema and docs: for coordinators, researchers and admins, not raters.
+
+    They list field names (``target_model``) and example model names a blind rater must not see.
+    """
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return has_any_role(request.user, API_ROLES)

@@ -15,6 +15,8 @@ class Role(models.TextChoices):
 
 # Roles that may see the unblinded corpus (model names, persona design labels).
 CORPUS_ROLES = frozenset({Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN})
+# Roles that use the API beyond their own assignments: they see its schema and docs, and make tokens.
+API_ROLES = frozenset({Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN})
 # Roles that may import personas, instruments and conversations.
 IMPORT_ROLES = frozenset({Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN})
 

@@ -1,10 +1,18 @@
-"""The home page: what each role can do, plus the sections other apps register (core.home)."""
+"""The home page (what each role can do, plus the sections other apps register: core.home) and API tokens."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 
+from core.api_tokens import (
+    api_token_create,
+    api_token_revoke,
+    api_tokens_for_user,
+    can_use_api_tokens,
+)
 from core.home import home_sections
 from core.roles import user_roles
 
@@ -13,3 +21,22 @@ def home(request: HttpRequest) -> HttpResponse:
     roles = user_roles(request.user)
     context = {"roles": sorted(roles), "sections": home_sections(request, roles)}
     return render(request, "core/home.html", context)
+
+
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The user's API tokens: make one (shown once), see when each expires, revoke."""
+    if not can_use_api_tokens(request.user):
+        raise Http404("not found")
+    new_token = None
+    if request.method == "POST":
+        if request.POST.get("action") == "revoke":
+            n = api_token_revoke(user=request.user, token_key=request.POST.get("token_key", ""))
+            messages.success(request, "Token revoked." if n else "No such token.")
+            return redirect("api-tokens")
+        _, new_token = api_token_create(user=request.user)
+    context = {
+        "tokens": api_tokens_for_user(request.user),
+        "new_token": new_token,
+        "ttl_days": int(settings.REST_KNOX["TOKEN_TTL"].total_seconds() // 86400),
+    }
+    return render(request, "core/api_tokens.html", context)

@@ -124,8 +124,15 @@ class Conversation(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     integrity_ok = models.BooleanField(null=True, help_text="None until checked")
     integrity_flags = models.JSONField(default=list, blank=True)
-    # Content warning for raters: suicide or self-harm content (set by importer or coordinator).
+    # Content warning for raters: the transcript screen matched, or a person marked it
+    # (corpus.conversations.content_screen). Never derived from the persona's design.
     sensitive = models.BooleanField(default=False)
+    content_warning_marked = models.BooleanField(default=False, help_text="A coordinator (or the import file) marked it as hard content")
+    content_warning_marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    content_warning_marked_at = models.DateTimeField(null=True, blank=True)
+    content_warning_reason = models.CharField(max_length=300, blank=True)
     is_demo = models.BooleanField(default=False)
     # sha256 of persona key, target model and the ordered (role, content) pairs.
     content_hash = models.CharField(max_length=64, unique=True)

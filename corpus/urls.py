@@ -22,6 +22,11 @@ urlpatterns = [
         name="conversation-export",
     ),
     path("corpus/conversations/<str:code>/", conversations.conversation_detail, name="conversation-detail"),
+    path(
+        "corpus/conversations/<str:code>/content-warning/",
+        conversations.conversation_content_warning,
+        name="conversation-content-warning",
+    ),
     path("corpus/personas/", personas.persona_set_list, name="persona-set-list"),
     path("corpus/personas/<int:pk>/", personas.persona_set_detail, name="persona-set-detail"),
     path("corpus/chatbots/", targets.target_list, name="target-list"),

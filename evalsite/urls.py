@@ -42,6 +42,7 @@ urlpatterns = [
     path("", core_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/api-tokens/", core_views.api_tokens, name="api-tokens"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -52,3 +53,9 @@ urlpatterns = [
     path("judging/", include("judging.urls")),
     path("", include("annotation.urls")),
 ]
+
+# Friendly pages for people, JSON on /api/; never a debug page (core.errors_views).
+handler400 = "core.errors_views.bad_request"
+handler403 = "core.errors_views.permission_denied"
+handler404 = "core.errors_views.page_not_found"
+handler500 = "core.errors_views.server_error"

@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.admin import DestinationCheckedAdmin
 from judging.models import (
     EnsembleLabel,
     Judge,
@@ -33,7 +34,7 @@ class PromptTemplateAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(DestinationCheckedAdmin):
     list_display = ["name", "mode", "model", "provider", "instrument", "prompt", "created_at"]
     list_filter = ["mode", "provider"]
     search_fields = ["name", "model"]

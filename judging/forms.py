@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 
+from core.secrets_policy import key_env_hint
 from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
 from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
@@ -30,7 +31,7 @@ class JudgeForm(forms.Form):
     api_key_env = forms.CharField(
         max_length=100, required=False, label="API key variable",
         help_text="The NAME of the environment variable holding the key (never the key itself)",
-    )
+    )  # help text completed in __init__ with the allowed names
     temperature = forms.FloatField(
         required=False, min_value=0.0, max_value=2.0,
         help_text="Blank (the default): not sent, the provider's default applies. Some models refuse any temperature.",
@@ -44,6 +45,13 @@ class JudgeForm(forms.Form):
     max_concurrent = forms.IntegerField(min_value=0, initial=8, help_text="Calls in flight to this model at once (0: no cap)")
     requests_per_minute = forms.IntegerField(min_value=0, initial=0, help_text="0: no cap")
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["api_key_env"].help_text = (
+            f"The NAME of the environment variable holding the key, named like {key_env_hint()} (never the key itself)"
+        )
+        self.fields["api_base"].help_text = "Blank: the provider's own endpoint. Its host must be an allowed API host."
 
     def clean_params(self) -> dict[str, Any]:
         text = self.cleaned_data.get("params") or "{}"

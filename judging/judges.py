@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
+from core.secrets_policy import api_host_approve, destination_problems
 from corpus.models import Instrument, InstrumentKind
 from judging import prompts
 from judging.errors import JudgingError
@@ -165,6 +166,10 @@ def judge_create(
     if api_key_env and not ENV_NAME.match(api_key_env):
         # Refuses pasted keys ("sk-...") too: only a variable's name is ever stored.
         raise JudgingError("api_key_env must be the NAME of an environment variable, e.g. OPENAI_API_KEY")
+    # The secrets policy: an allowed key variable, a host on the list (or an administrator's).
+    refused = destination_problems(api_base=api_base, key_env=api_key_env, params=params, actor=created_by)
+    if refused:
+        raise JudgingError("; ".join(refused))
     if reasoning_effort not in ReasoningEffort.values:
         raise JudgingError(f"reasoning effort must be one of {', '.join(v for v in ReasoningEffort.values if v)}")
     params = dict(params or {})
@@ -175,6 +180,7 @@ def judge_create(
         raise JudgingError(f"prompt {prompt} is for {prompt.mode} judges, this judge is a {mode} judge")
     if format_retries > 5:
         raise JudgingError("at most 5 format retries")
+    api_host_approve(url=api_base, actor=created_by, note=f"set on judge {name}")
     return Judge.objects.create(
         name=name,
         mode=mode,

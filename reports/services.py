@@ -285,21 +285,17 @@ def study_export_zip(*, study: Study) -> bytes:
     ensemble.csv (every judge run that labelled the study's conversations), reliability.csv,
     scores_by_*.csv (the scorecard tables), and README.txt describing each file.
     """
-    import csv
     import io
     import zipfile
 
+    from core.csvstream import csv_text
     from judging.exports import export_csv
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
 
         def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
-            text = io.StringIO()
-            writer = csv.writer(text)
-            writer.writerow(header)
-            writer.writerows(rows)
-            archive.writestr(name, text.getvalue())
+            archive.writestr(name, csv_text(header, rows))
 
         write(
             "ratings_long.csv",

@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from core.csvstream import stream_csv
+from core.csvstream import csv_response
 from core.permissions import roles_required
 from core.roles import Role
 from reports import selectors, services
@@ -204,9 +204,7 @@ def _rows_csv(rows: object, filename: str) -> HttpResponse:
 
 
 def _csv_response(filename: str, header: list, rows: list[list]) -> HttpResponse:
-    response = HttpResponse("".join(stream_csv(header, rows)), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return csv_response(filename, header, rows)  # type: ignore[return-value]
 
 
 def _score_chart(data: dict) -> str | None:

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from core.admin import DestinationCheckedAdmin
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 
@@ -17,8 +18,9 @@ class PersonaSetAdmin(admin.ModelAdmin):
 
 
 @admin.register(Target)
-class TargetAdmin(admin.ModelAdmin):
+class TargetAdmin(DestinationCheckedAdmin):
     list_display = ["code", "name", "kind", "model", "api_base"]
+    destination_fields = ("api_base", "api_key_env", "http_headers")
 
 
 class MessageInline(admin.TabularInline):
@@ -58,7 +60,9 @@ class SimulationRunInline(admin.TabularInline):
 
 
 @admin.register(SimulationBatch)
-class SimulationBatchAdmin(admin.ModelAdmin):
+class SimulationBatchAdmin(DestinationCheckedAdmin):
+    destination_fields = ("user_api_base", "user_api_key_env", "")
+    params_field = "user_params"
     list_display = ["code", "name", "protocol", "status", "user_model", "created_at"]
     list_filter = ["protocol", "status"]
     readonly_fields = ["config"]

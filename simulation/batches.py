@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from core.codes import new_code
 from core.enqueue import enqueue_on_commit
+from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 from corpus.models import Persona, PersonaSet, Target
 from corpus.targets.http_config import header_problems, template_problems
 from simulation.errors import SimulationError
@@ -129,6 +130,10 @@ def _check_targets(targets: list[Target], spec: BatchSpec, problems: _Problems) 
     for target in targets:
         if target.kind == Target.Kind.DEMO:
             problems.append(f"chatbot {target.code} is a demo target with no live model")
+        problems.extend(destination_problems(
+            api_base=target.api_base, key_env=target.api_key_env, params=target.params, label=f"chatbot {target.code}",
+            header_envs=header_env_names(target.http_headers) if target.kind == Target.Kind.HTTP else (),
+        ))
         if target.kind == Target.Kind.HTTP:
             problems.check(bool(target.api_base), f"chatbot {target.code}: an HTTP target needs its URL in api_base")
             problems.extend(f"chatbot {target.code}: {p}" for p in header_problems(target.http_headers or {}))
@@ -215,6 +220,11 @@ def simulation_batch_create(
     runs = len(personas) * len(targets) * spec.repetitions
     problems.check(runs <= MAX_RUNS, f"{runs} conversations is more than one batch may hold ({MAX_RUNS})")
     problems.check(bool(spec.user_agent.model.strip()), "the user-agent model is required")
+    # The secrets policy, for the user-agent as asked and for each chatbot as stored.
+    problems.extend(destination_problems(
+        api_base=spec.user_agent.api_base, key_env=spec.user_agent.api_key_env, params=dict(spec.user_agent.params),
+        actor=created_by, label="user-agent",
+    ))
     try:
         ModelSpec(model=spec.user_agent.model, params=spec.user_agent.params)
     except ValueError as exc:
@@ -248,6 +258,7 @@ def simulation_batch_create(
     _check_templates(batch, personas, problems)
     if problems:
         raise SimulationError("; ".join(problems))
+    api_host_approve(url=ua.api_base, actor=created_by, note="set on a simulation batch's user-agent")
     batch.config = _config(batch, targets, personas)
     batch.save()
     batch.personas.set(personas)

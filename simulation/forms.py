@@ -32,10 +32,14 @@ class SimulationBatchForm(forms.Form):
     targets = _TargetChoice(queryset=None, widget=forms.CheckboxSelectMultiple, label="Chatbots")  # type: ignore[arg-type]
     repetitions = forms.IntegerField(min_value=1, max_value=1000, initial=1)
     user_model = forms.CharField(max_length=200, label="User-agent model", help_text="litellm model string, e.g. openai/gpt-4o")
-    user_api_base = forms.URLField(required=False, label="User-agent API base", assume_scheme="https")
+    user_api_base = forms.URLField(
+        required=False, label="User-agent API base", assume_scheme="https",
+        help_text="Blank: the provider's own endpoint. Its host must be an allowed API host.",
+    )
     user_api_key_env = forms.CharField(
         required=False, max_length=100, label="User-agent key variable",
-        help_text="Name of the environment variable holding the key (the key itself is never stored)",
+        help_text="Name of the environment variable holding the key, ending in _API_KEY or _API_TOKEN by default "
+        "(the key itself is never stored)",
     )
     user_params = forms.JSONField(
         required=False, initial={"temperature": 1.0}, label="User-agent parameters",

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from core.secrets_policy import SecretsPolicyError, destination_enforce, header_env_names
 from corpus.targets.http_config import ENV_RE, FIELD_RE
 from simulation.llm import LLMError, LLMResult, RateLimiter, RetryPolicy, request_hash
 from simulation.llm.client import DEFAULT_RETRY, _scrub, retry_after_seconds
@@ -108,6 +109,10 @@ def http_chat(
     """POST the conversation to an HTTP chatbot and return its reply as an ``LLMResult``."""
     import httpx
 
+    try:  # the secrets policy, again at call time: the endpoint's host and every ${NAME}
+        destination_enforce(api_base=url, header_envs=header_env_names(headers))
+    except SecretsPolicyError as exc:
+        raise LLMError(f"{model_label}: {exc}", kind="auth") from exc
     system = [m for m in messages if m["role"] == "system"]
     history = [m for m in messages if m["role"] != "system"]
     fields = {

@@ -307,7 +307,7 @@ def _close(ctx: RunContext, *, status: str, ended_early: bool, error: str = "", 
     conversation.integrity_ok = not flags
     conversation.content_hash = simulated_content_hash(run, pairs)
     conversation.message_count = len(pairs)
-    conversation.sensitive = is_sensitive(pairs, run.persona)
+    conversation.sensitive = is_sensitive(pairs) or conversation.content_warning_marked
     conversation.metadata = {**conversation.metadata, "ended_early": ended_early, "status": status}
     conversation.save()
     SimulationRun.objects.filter(pk=run.pk).update(

@@ -24,6 +24,7 @@ from annotation.rating.serializers import (
     AnswerRequestSerializer,
     AnswerResponseSerializer,
     AssignmentDetailSerializer,
+    OpenResponseSerializer,
     QueueEntrySerializer,
     RaterErrorSerializer,
     RatingSerializer,
@@ -79,6 +80,19 @@ class MyAssignmentDetail(RaterAPIView):
         """Return the blinded conversation, the items, the rater's answers and the revision."""
         page = rater_selectors.rating_page(rater_selectors.assignment_get_for_rater(request.user, pk))
         return Response(AssignmentDetailSerializer(AssignmentDetailSerializer.from_page(page)).data)
+
+
+class MyAssignmentOpen(RaterAPIView):
+    @extend_schema(tags=TAGS, request=None, responses={200: OpenResponseSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        """Open (or resume) the rating: the assignment starts. The rating page posts this on load."""
+        assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
+        try:
+            rating = services.rating_open(assignment_id=assignment.pk, user=request.user)
+        except AnnotationError as exc:
+            return _error(exc)
+        assignment.refresh_from_db(fields=["status"])
+        return Response(OpenResponseSerializer({"status": assignment.status, "revision": rating.revision}).data)
 
 
 class MyAssignmentAnswer(RaterAPIView):
@@ -148,6 +162,7 @@ class MyAssignmentRevise(RaterAPIView):
 urlpatterns = [
     path("my/assignments/", MyAssignmentList.as_view(), name="my-assignment-list"),
     path("my/assignments/<int:pk>/", MyAssignmentDetail.as_view(), name="my-assignment-detail"),
+    path("my/assignments/<int:pk>/open/", MyAssignmentOpen.as_view(), name="my-assignment-open"),
     path("my/assignments/<int:pk>/answers/", MyAssignmentAnswer.as_view(), name="my-assignment-answers"),
     path("my/assignments/<int:pk>/submit/", MyAssignmentSubmit.as_view(), name="my-assignment-submit"),
     path("my/assignments/<int:pk>/revise/", MyAssignmentRevise.as_view(), name="my-assignment-revise"),

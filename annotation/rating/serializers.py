@@ -189,3 +189,8 @@ class RaterErrorSerializer(serializers.Serializer):
     missing = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Required items still unanswered"
     )
+
+
+class OpenResponseSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="The assignment's status after opening")
+    revision = serializers.IntegerField(help_text="The rating's revision: send it as expected_revision")

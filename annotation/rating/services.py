@@ -68,6 +68,11 @@ def _check_calibration_gate(assignment: Assignment) -> None:
         raise AnnotationError("finish the calibration conversations first: the main set unlocks after them", status=423)
 
 
+def rating_gate_check(*, assignment: Assignment) -> None:
+    """Raise (423) while the rater's calibration is pending; reads only, so a GET may call it."""
+    _check_calibration_gate(assignment)
+
+
 def _locked_assignment(assignment_id: int, user: AbstractBaseUser) -> Assignment:
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
@@ -83,7 +88,11 @@ def _locked_assignment(assignment_id: int, user: AbstractBaseUser) -> Assignment
 
 @transaction.atomic
 def rating_open(*, assignment_id: int, user: AbstractBaseUser) -> Rating:
-    """Open (or resume) the rating of an assignment; refuses until calibration is done."""
+    """Open (or resume) the rating of an assignment; refuses until calibration is done.
+
+    A state change (the assignment starts), so only a POST calls it: the rating page posts it
+    when it loads (static/annotation/rating-open.js), and the first autosave does it anyway.
+    """
     assignment = _locked_assignment(assignment_id, user)
     _check_calibration_gate(assignment)
     rating, _ = Rating.objects.get_or_create(assignment=assignment)

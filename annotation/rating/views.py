@@ -51,6 +51,7 @@ def _render_rating(
         "config": {
             "assignment": assignment.pk,
             "answersUrl": reverse("v1:my-assignment-answers", args=[assignment.pk]),
+            "openUrl": reverse("v1:my-assignment-open", args=[assignment.pk]),
             "dashboardUrl": reverse("annotation:my-studies"),
             "revision": page.revision,
             "submitted": page.is_submitted,
@@ -95,7 +96,9 @@ def rate(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "annotation/rater/content_warning.html", {"assignment": assignment})
     if assignment.status != AssignmentStatus.SUBMITTED:
         try:
-            services.rating_open(assignment_id=assignment.pk, user=request.user)
+            # Reads only: a GET (a link, a cross-site image) never changes state. The page
+            # itself posts the opening (rating-open.js), as does the first autosave.
+            services.rating_gate_check(assignment=assignment)
         except AnnotationError as exc:
             return render(
                 request, "annotation/rater/unavailable.html",

@@ -11,8 +11,8 @@ file is reported with its line and column, and nothing is written if there is an
 from __future__ import annotations
 
 import csv
-import io
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from annotation.models import (
 )
 from annotation.rating.services import normalise_value
 from annotation.studies.services import study_event
-from core.problems import ImportRejected, Problem
+from core.problems import ImportRejected, Problem, ProblemList
 from corpus.instruments.flow import LABELS as FLOW_LABELS
 from corpus.models import InstrumentKind, Item
 
@@ -51,7 +51,7 @@ class RatingsImportResult:
     n_assignments_reused: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Row:
     line: int
     conversation_id: int
@@ -115,27 +115,57 @@ def _units(study: Study) -> tuple[dict[str, int], set[str], dict[int, bool]]:
     return by_name, ambiguous, {cid: is_cal for cid, _, _, is_cal in links}
 
 
-def _parse(study: Study, text: str, file: str) -> tuple[list[_Row], list[Problem], int]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+def _lines(text: str) -> Iterator[str]:
+    """Yield the lines of ``text`` one at a time (a StringIO would copy it, four bytes a character)."""
+    start, end = (1 if text.startswith("\ufeff") else 0), len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        if stop == -1:
+            yield text[start:]
+            return
+        yield text[start : stop + 1]
+        start = stop + 1
+
+
+def _reader(text: str) -> tuple[csv.DictReader, dict[str, str]]:
+    reader = csv.DictReader(_lines(text))
     header = {(name or "").strip().lower(): name for name in reader.fieldnames or []}
+    return reader, header
+
+
+def _cells(reader: csv.DictReader, header: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
+    columns = [c for c in (*COLUMNS, "note") if c in header]
+    for row in reader:
+        yield reader.line_num, {c: (row.get(header[c]) or "").strip() for c in columns}
+
+
+def _parse(study: Study, text: str, file: str) -> tuple[list[_Row], ProblemList, int]:
+    """Check every row; keep the valid ones. Streams the file twice instead of holding its rows:
+    a rejected file of a million rows costs its text plus the first problems, nothing more."""
+    reader, header = _reader(text)
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        return [], [Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,rater,item,label", file, 1, c) for c in missing], 0
+        return [], ProblemList(Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,rater,item,label", file, 1, c) for c in missing), 0
     units, ambiguous, _ = _units(study)
     items = _Items(study)
-    raw = [(reader.line_num, {c: (row.get(header[c]) or "").strip() for c in (*COLUMNS, "note") if c in header}) for row in reader]
-    users = dict(get_user_model().objects.filter(username__in={r["rater"] for _, r in raw}).values_list("username", "pk"))
+    # First pass: only the usernames, to look them up in one query.
+    usernames = {r["rater"] for _, r in _cells(*_reader(text))}
+    users = dict(get_user_model().objects.filter(username__in=usernames).values_list("username", "pk"))
+    del usernames
     raters = set(study.memberships.filter(role=MemberRole.RATER).values_list("user_id", flat=True))
     submitted = set(
         study.assignments.exclude(status=AssignmentStatus.WITHDRAWN)
         .filter(rating__status=RatingStatus.SUBMITTED)
         .values_list("conversation_id", "rater_id")
     )
-    problems: list[Problem] = []
+    problems = ProblemList()
     rows: list[_Row] = []
     seen: dict[tuple[int, int, str, str], int] = {}
     reported_submitted: set[tuple[int, int]] = set()
-    for line, r in raw:
+    n_rows = 0
+    for line, r in _cells(reader, header):
+        n_rows += 1
+
         def bad(column: str, message: str, line: int = line) -> None:
             problems.append(Problem(message, file, line, column))
 
@@ -175,10 +205,11 @@ def _parse(study: Study, text: str, file: str) -> tuple[list[_Row], list[Problem
                 reported_submitted.add((cid, uid))
                 bad("unit", f"rater '{r['rater']}' already has a submitted rating of '{r['unit']}'; the import never overwrites one")
             continue
-        rows.append(_Row(line, cid, uid, resolved[0], resolved[1], label, r.get("note", "")))
-    if not raw and not problems:
+        if not problems:  # once the file is rejected, valid rows are only counted
+            rows.append(_Row(line, cid, uid, resolved[0], resolved[1], label, r.get("note", "")))
+    if not n_rows and not problems:
         problems.append(Problem("the file has a header but no ratings", file, 1))
-    return rows, problems, len(raw)
+    return rows, problems, n_rows
 
 
 @transaction.atomic

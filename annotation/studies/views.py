@@ -6,7 +6,6 @@ study), parses a form, calls one service or selectors, and renders or redirects.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from typing import Any
 
@@ -43,6 +42,7 @@ from annotation.studies.services import (
     study_create,
     study_remove_rater,
 )
+from core.csvstream import csv_response
 from core.problems import ImportRejected
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
@@ -53,20 +53,9 @@ def _detail(pk: int, anchor: str = "") -> HttpResponse:
     return redirect(reverse("annotation:study-detail", args=[pk]) + (f"#{anchor}" if anchor else ""))
 
 
-def _cell(value: Any) -> Any:
-    # A spreadsheet runs text starting with = + - @ as a formula; free text (notes, reasons) is quoted.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def _csv(filename: str, header: list[str], rows: Iterable[list[Any]]) -> HttpResponse:
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
-    writer.writerow(header)
-    writer.writerows([_cell(v) for v in row] for row in rows)
-    return response
+    # The one CSV writer (core.csvstream) quotes free text that a spreadsheet would run.
+    return csv_response(filename, header, rows)
 
 
 @require_GET

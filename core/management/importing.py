@@ -14,6 +14,5 @@ def run_import(command: BaseCommand, action: Callable[[], Any]) -> Any:
     try:
         return action()
     except ImportRejected as exc:
-        for problem in exc.problems:
-            command.stderr.write(str(problem))
-        raise CommandError(f"{len(exc.problems)} problem(s) found; nothing was imported") from exc
+        command.stderr.write(exc.report())
+        raise CommandError(str(exc)) from exc

@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from core.codes import new_code
 from core.problems import ImportRejected, Problem
+from corpus.conversations.content_screen import screen_transcript
 from corpus.conversations.formats import ConversationRecord, read_jsonl, read_vera_files
 from corpus.conversations.integrity import check_integrity
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
 from corpus.targets.services import target_code_unique
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
-
-# Conservative markers of suicide or self-harm content; a hit shows raters a content warning.
-SENSITIVE_RE = re.compile(
-    r"suicid|kill (?:my|him|her)self|killing myself|end (?:my|it all)|ending things|self[- ]?harm|"
-    r"hurt(?:ing)? myself|cut(?:ting)? myself|better off (?:dead|without me|gone)|"
-    r"want(?:ed)? to die|wish i (?:was|were) dead|not (?:be|being) here anymore|overdose|unalive|\bkms\b|988|"
-    r"not (?:wanting|want) to (?:be alive|live|wake up)|(?:manage|be) (?:fine |better )?without me|"
-    r"(?:crisis|suicide) (?:line|hotline|lifeline)|no reason to live",
-    re.IGNORECASE,
-)
-
 
 def _unique_conversation_code(taken: set[str]) -> str:
     while True:
@@ -176,9 +166,9 @@ def _store_records(
         if record.persona_name:
             metadata.setdefault("persona_name", record.persona_name)
         is_demo = mark_demo or bool(metadata.get("demo"))
-        sensitive = record.sensitive
-        if sensitive is None:
-            sensitive = is_sensitive(record.messages, persona)
+        # An explicit "sensitive": true in the file is a person's mark; the screen reads the text.
+        marked = record.sensitive is True
+        sensitive = marked or is_sensitive(record.messages)
         conversation = Conversation.objects.create(
             code=_unique_conversation_code(taken),
             external_id=record.external_id,
@@ -188,6 +178,7 @@ def _store_records(
             run_index=record.run_index,
             metadata=metadata,
             sensitive=sensitive,
+            content_warning_marked=marked,
             is_demo=is_demo,
             content_hash=hashes[id(record)],
             message_count=len(record.messages),
@@ -202,16 +193,34 @@ def _store_records(
     return created
 
 
-def is_sensitive(messages: list[tuple[str, str]], persona: Persona | None) -> bool:
-    """Return whether raters should see a suicide/self-harm content warning first."""
-    if persona is not None:
-        design = {str(k).lower(): str(v).lower() for k, v in persona.design.items()}
-        risk = design.get("risk_short") or design.get("risk") or ""
-        if risk and risk not in ("none", ""):
-            return True
-        if (persona.profile or {}).get("safety_cues"):
-            return True
-    return any(SENSITIVE_RE.search(content) for _, content in messages)
+def is_sensitive(messages: list[tuple[str, str]]) -> bool:
+    """Return whether the transcript's own words call for a suicide/self-harm content warning.
+
+    Only the text decides (and, on top, a coordinator's mark: ``content_warning_marked``):
+    never the persona's design, which raters must not be able to infer.
+    """
+    return screen_transcript(content for _, content in messages).matched
+
+
+@transaction.atomic
+def conversation_content_warning_mark(*, conversation_id: int, marked: bool, actor: AbstractBaseUser, reason: str = "") -> Conversation:
+    """Mark (or unmark) a conversation as hard content; raters then see the warning first.
+
+    The warning shows when the transcript screen matches or a person marked it; removing a mark
+    never hides a warning the screen asks for.
+    """
+    conversation = Conversation.objects.select_for_update(of=("self",)).get(pk=conversation_id)
+    texts = conversation.messages.order_by("turn_index").values_list("role", "content")
+    conversation.content_warning_marked = marked
+    conversation.content_warning_marked_by = actor if marked else None
+    conversation.content_warning_marked_at = timezone.now() if marked else None
+    conversation.content_warning_reason = reason.strip()[:300] if marked else ""
+    conversation.sensitive = marked or is_sensitive(list(texts))
+    conversation.save(update_fields=[
+        "content_warning_marked", "content_warning_marked_by", "content_warning_marked_at",
+        "content_warning_reason", "sensitive",
+    ])
+    return conversation
 
 
 def _apply_integrity(conversation: Conversation, messages: list[tuple[str, str]], persona: Persona | None) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from core.permissions import corpus_required, import_required
 from core.problems import ImportRejected
+from core.roles import Role, has_any_role
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations import selectors, services
+from corpus.conversations.content_screen import screen_transcript
 from corpus.conversations.forms import ConversationImportForm
 from corpus.models import Conversation
 from corpus.targets.selectors import target_list_for_user
@@ -60,10 +64,34 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _may_mark(user: object) -> bool:
+    return has_any_role(user, {Role.COORDINATOR, Role.ADMIN})  # type: ignore[arg-type]
+
+
 @corpus_required
 def conversation_detail(request: HttpRequest, code: str) -> HttpResponse:
     conversation = selectors.conversation_get_for_corpus(request.user, code=code)
-    return render(request, "corpus/conversation_detail.html", {"conversation": conversation})
+    screen = screen_transcript(m.content for m in conversation.messages.all())
+    return render(
+        request,
+        "corpus/conversation_detail.html",
+        {"conversation": conversation, "screen": screen, "may_mark": _may_mark(request.user)},
+    )
+
+
+@corpus_required
+@require_POST
+def conversation_content_warning(request: HttpRequest, code: str) -> HttpResponse:
+    """Let a coordinator mark (or unmark) a conversation as hard content for raters."""
+    if not _may_mark(request.user):
+        raise Http404("not found")
+    conversation = selectors.conversation_get_for_corpus(request.user, code=code)
+    marked = request.POST.get("marked") == "1"
+    services.conversation_content_warning_mark(
+        conversation_id=conversation.pk, marked=marked, actor=request.user, reason=request.POST.get("reason", "")
+    )
+    messages.success(request, f"{code}: content warning {'marked' if marked else 'mark removed'}.")
+    return redirect("corpus:conversation-detail", code=code)
 
 
 @corpus_required

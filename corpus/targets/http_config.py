@@ -11,7 +11,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+from core.secrets_policy import ENV_REF_RE
+
+ENV_RE = ENV_REF_RE  # one definition, shared with the secrets policy
 FIELD_RE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 FIELDS = frozenset({"messages", "history", "last_message", "system_prompt", "conversation_id", "model", "params"})
 # Headers that carry credentials must take their value from the environment.
@@ -25,7 +27,7 @@ def header_problems(headers: Mapping[str, Any]) -> list[str]:
         if not isinstance(value, str):
             problems.append(f"header {name}: the value must be text")
         elif SECRET_HEADER_RE.search(name) and not ENV_RE.search(value):
-            problems.append(f"header {name}: credentials must come from an environment variable, e.g. 'Bearer ${{BOT_TOKEN}}'")
+            problems.append(f"header {name}: credentials must come from an environment variable, e.g. 'Bearer ${{BOT_API_TOKEN}}'")
     return problems
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from core.codes import new_code
+from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 from corpus.errors import CorpusError
 from corpus.models import Target
 from corpus.targets.http_config import header_problems, template_problems
@@ -41,11 +43,14 @@ def target_create(
     response_path: str = "",
     max_concurrent: int = 4,
     requests_per_minute: int = 0,
+    actor: AbstractBaseUser | None = None,
 ) -> Target:
     """Create a chatbot under test; raise ``CorpusError`` listing every problem.
 
     The API key is never stored: only the NAME of the environment variable that holds it
-    (litellm targets) or ``${NAME}`` references inside header values (HTTP targets).
+    (litellm targets) or ``${NAME}`` references inside header values (HTTP targets). Both, and
+    the base URL's host, must pass the secrets policy (``core.secrets_policy``); ``actor`` is
+    who asks (an administrator may name a host not yet on the allowed list, and so approves it).
     """
     problems: list[str] = []
     if kind not in (Target.Kind.LITELLM, Target.Kind.HTTP):
@@ -79,10 +84,19 @@ def target_create(
         problems += template_problems(template)
     else:
         template = {}
+    if not any("NAME of an environment variable" in p for p in problems):
+        problems += destination_problems(
+            api_base=api_base,
+            key_env=api_key_env,
+            params=params if isinstance(params, dict) else None,
+            header_envs=header_env_names(http_headers) if kind == Target.Kind.HTTP and isinstance(http_headers, dict) else (),
+            actor=actor,
+        )
     if max_concurrent < 0 or requests_per_minute < 0:
         problems.append("limits must be 0 (none) or more")
     if problems:
         raise CorpusError("; ".join(problems))
+    api_host_approve(url=api_base, actor=actor, note="set on a chatbot")
     return Target.objects.create(
         code=code or target_code_unique(),
         name=name.strip(),

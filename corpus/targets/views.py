@@ -23,7 +23,9 @@ def target_create(request: HttpRequest) -> HttpResponse:
     error = None
     if request.method == "POST" and form.is_valid():
         try:
-            target = services.target_create(**{k: v for k, v in form.cleaned_data.items() if v is not None})
+            target = services.target_create(
+                **{k: v for k, v in form.cleaned_data.items() if v is not None}, actor=request.user
+            )
         except CorpusError as exc:
             error = str(exc)
         else:

@@ -8,6 +8,9 @@ talks through a filesystem broker, so nothing external is needed. ``DATABASE_URL
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -35,10 +38,35 @@ def env_list(name: str, default: list[str]) -> list[str]:
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get(
-    "DJANGO_SECRET_KEY", "insecure-development-key-only-for-the-embedded-default-do-not-deploy"
-)
+def secret_key_from_var(var_dir: Path) -> str:
+    """Return the key kept in ``var_dir/secret_key``, made once (random, readable by the owner only).
+
+    Web server and worker may start together: the file appears whole or not at all (written
+    aside, then hard-linked into place), and whoever loses the race reads the winner's key.
+    """
+    path = var_dir / "secret_key"
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    var_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=var_dir, prefix=".secret_key.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(secrets.token_urlsafe(50))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+    return path.read_text(encoding="utf-8").strip()
+
+
+# Debug pages list the URL configuration and local variables (a rater's free-text answers):
+# off unless asked for, also for `make run`.
+DEBUG = env_bool("EVALSITE_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secret_key_from_var(VAR_DIR)
+# The demo accounts have known passwords: allowed in this embedded mode, never in production.
+EVALSITE_DEMO_ALLOWED = env_bool("EVALSITE_DEMO_ALLOWED", True)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -51,10 +79,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     # The layers, each importing only those above it in this list (docs/architecture.md).
     "core",
     "corpus",
@@ -71,10 +100,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before any view hook reads the body (CSRF's process_view does): see core.middleware.
+    "core.middleware.UploadLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.LoginRequiredEverywhereMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -121,6 +154,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, core.login_throttle): failures counted per username and client
+# address on every login path; a locked pair waits, or an administrator unlocks it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("EVALSITE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("EVALSITE_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "core.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "core.login_throttle.client_ip"
+EVALSITE_TRUSTED_PROXY_COUNT = int(os.environ.get("EVALSITE_TRUSTED_PROXY_COUNT", "0"))
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -132,6 +179,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles"))
+try:  # WhiteNoise warns at every start when the folder is missing (empty until collectstatic)
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
@@ -140,22 +191,35 @@ STATICFILES_FINDERS = [
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
-        else "django.contrib.staticfiles.storage.StaticFilesStorage"
-    },
+    # The embedded mode serves static files straight from the finders (no collectstatic), with
+    # debug on or off; production settings switch to the compressed, hashed manifest.
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 
-# Uploads: importers read the whole file into memory to validate it before writing anything.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("EVALSITE_MAX_UPLOAD_BYTES", str(50 * 1024 * 1024)))
-FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# Uploads (core.uploads): an upload above EVALSITE_MAX_UPLOAD_BYTES is answered 413 while it
+# streams in (UploadLimitMiddleware, LimitedUploadHandler), zips are checked member by member,
+# and one file holds at most EVALSITE_MAX_IMPORT_ROWS lines. Importers read an accepted file
+# into memory to validate it whole before writing anything.
+EVALSITE_MAX_UPLOAD_BYTES = int(os.environ.get("EVALSITE_MAX_UPLOAD_BYTES", str(50 * 1024 * 1024)))
+EVALSITE_MAX_UNZIPPED_BYTES = int(os.environ.get("EVALSITE_MAX_UNZIPPED_BYTES", str(100 * 1024 * 1024)))
+EVALSITE_MAX_ZIP_RATIO = float(os.environ.get("EVALSITE_MAX_ZIP_RATIO", "100"))
+EVALSITE_MAX_IMPORT_ROWS = int(os.environ.get("EVALSITE_MAX_IMPORT_ROWS", "500000"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # form fields and JSON bodies (files are apart)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440  # larger files go to a temporary file, not memory
+FILE_UPLOAD_HANDLERS = [
+    "core.uploads.LimitedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # Hashed, expiring tokens (core.api_tokens); clients send "Authorization: Token <token>".
+        "knox.auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -163,12 +227,17 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
 }
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=float(os.environ.get("EVALSITE_API_TOKEN_DAYS", "30"))),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
 SPECTACULAR_SETTINGS = {
     "TITLE": "evalsite API",
     "DESCRIPTION": "Simulate, judge and rate chatbot conversations about mental-health distress.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated", "core.permissions.UsesTheApi"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -191,9 +260,11 @@ if not REDIS_URL:
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # Exchange tables: kombu's default is ./control in the working directory (the checkout).
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
@@ -224,6 +295,14 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-less meta t
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+
+# Secrets policy (core.secrets_policy): which environment variables may be sent as API keys and
+# to which hosts. Empty: the built-in defaults (key names *_API_KEY, *_API_TOKEN; the major
+# providers' API hosts and this machine). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
+# SECRET_KEY are never sent, whatever these say.
+EVALSITE_KEY_ENV_ALLOWED = env_list("EVALSITE_KEY_ENV_ALLOWED", [])
+EVALSITE_KEY_ENV_DENIED = env_list("EVALSITE_KEY_ENV_DENIED", [])
+EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))

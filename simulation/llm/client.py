@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from core.secrets_policy import SecretsPolicyError, destination_enforce
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -183,6 +184,14 @@ def _api_key(spec: ModelSpec) -> str | None:
     return key
 
 
+def _refuse_by_secrets_policy(spec: ModelSpec) -> None:
+    """Refuse a key variable or host the secrets policy does not allow (the call-time check)."""
+    try:
+        destination_enforce(api_base=spec.api_base, key_env=spec.api_key_env, params=spec.params)
+    except SecretsPolicyError as exc:
+        raise LLMError(f"{spec.model}: {exc}", kind="auth") from exc
+
+
 def _cost(response: Any) -> float | None:
     hidden = getattr(response, "_hidden_params", None) or {}
     if "response_cost" in hidden:  # litellm already priced it (None: unknown model)
@@ -211,6 +220,7 @@ def chat(
     content; raises ``LLMError`` at once for 400/401/403/404, or with the last kind once
     ``retry.max_attempts`` are spent. The limiter is held per attempt, not across waits.
     """
+    _refuse_by_secrets_policy(spec)  # before anything, cached or not, leaves the server
     params = dict(spec.params)
     rhash = request_hash(
         model=spec.model,

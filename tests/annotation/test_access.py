@@ -113,10 +113,10 @@ def test_logout_needs_a_post_with_csrf(clinician):
 
 
 def test_token_authentication_works_for_the_api(researcher, client):
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
 
-    token = Token.objects.create(user=researcher)
-    response = client.get("/api/v1/instruments/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = AuthToken.objects.create(user=researcher)
+    response = client.get("/api/v1/instruments/", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
 
 

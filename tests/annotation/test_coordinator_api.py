@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotation.consensus.services import study_compute_consensus
 from annotation.models import AssignmentStatus, MemberRole, Study, StudyMembership
@@ -92,8 +92,8 @@ def test_admins_see_every_study(admin_user, assigned):
 
 
 def test_token_authentication_works_for_coordinators(client, coordinator, assigned):
-    token = Token.objects.create(user=coordinator)
-    response = client.get(f"{API}/studies/{assigned.pk}/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = AuthToken.objects.create(user=coordinator)
+    response = client.get(f"{API}/studies/{assigned.pk}/", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200 and response.json()["assignment_seed"] == 7
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
 from annotation.rating.services import rating_submit
@@ -208,8 +208,8 @@ def test_session_calls_need_the_csrf_token_and_token_calls_work(clinician, clini
     client.get(f"/ratings/{assignment.pk}/")  # sets the CSRF cookie
     token = client.cookies["csrftoken"].value
     assert client.post(url, payload, content_type="application/json", headers={"X-CSRFToken": token}).status_code == 200
-    api_token = Token.objects.create(user=clinician)
-    response = Client(enforce_csrf_checks=True).get(BASE, headers={"Authorization": f"Token {api_token.key}"})
+    _, api_token = AuthToken.objects.create(user=clinician)
+    response = Client(enforce_csrf_checks=True).get(BASE, headers={"Authorization": f"Token {api_token}"})
     assert response.status_code == 200 and response.json()["count"] == 1
 
 

@@ -81,6 +81,9 @@ def test_rating_page_shows_the_transcript_and_every_checklist_item(clinician, cl
     assert "Keyboard shortcuts" in html and "Ctrl + Enter" in html
     assert "Take a break" in html
     assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.NOT_STARTED  # a GET changes nothing ...
+    client_for(clinician).post(f"/api/v1/my/assignments/{assignment.pk}/open/")  # ... the page posts this
+    assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.IN_PROGRESS
 
 

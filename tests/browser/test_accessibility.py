@@ -41,6 +41,7 @@ NOT_PAGES = {
     "annotation:study-progress-csv": "file download", "annotation:study-consensus-compute": "POST action",
     "annotation:study-consensus-csv": "file download", "annotation:study-adjudicate": "POST action",
     "annotation:study-adjudicate-conversation": "POST action",
+    "corpus:conversation-content-warning": "POST action (a form on the conversation page)",
 }
 
 
@@ -75,7 +76,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
     study_compute_consensus(study=study)
     conversation = Conversation.objects.order_by("id").first()
     judge = judge_create(name="axe-judge", instrument=study.instrument, model="openai/axe-judge",
-                         api_base="http://127.0.0.1:9/v1", api_key_env="AXE_TEST_KEY")
+                         api_base="http://127.0.0.1:9/v1", api_key_env="AXE_TEST_API_KEY")
     run = judge_run_create(judges=[judge], conversation_ids=[conversation.pk], start=False)
     batch = SimulationBatch.objects.first()  # a batch needs a live chatbot: test_launch.py checks that page
     rater_assignment = Assignment.objects.filter(rater__username="clinician").exclude(status=AssignmentStatus.WITHDRAWN).order_by("position").first()
@@ -84,6 +85,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
     visits: list[tuple[str, str, str]] = [  # (pattern name, user, path)
         ("login", "", reverse("login")),
         ("home", "researcher", reverse("home")),
+        ("api-tokens", "researcher", reverse("api-tokens")),
         ("annotation:my-studies", "clinician", reverse("annotation:my-studies")),
         ("annotation:rate", "clinician", reverse("annotation:rate", args=[rater_assignment.pk])),
         ("annotation:study-list", "coordinator", reverse("annotation:study-list")),

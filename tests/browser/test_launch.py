@@ -20,7 +20,7 @@ from tests.simulation.sim_setup import KEY_ENV, SECRET, amhart_spec, make_target
 from tests.support.fake_llm import FakeLLM, http_400
 
 pytestmark = pytest.mark.django_db(transaction=True)
-UNSET = "EVALSITE_TEST_UNSET_KEY"
+UNSET = "TEST_UNSET_API_KEY"
 
 
 @pytest.fixture

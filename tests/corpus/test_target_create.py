@@ -20,7 +20,8 @@ def test_a_litellm_chatbot_is_added_with_a_generated_pseudonym(researcher):
     assert target.code.startswith("T-") and target.params == {"temperature": 1.0} and target.requests_per_minute == 60
 
 
-def test_an_http_chatbot_takes_its_credential_from_the_environment(researcher):
+def test_an_http_chatbot_takes_its_credential_from_the_environment(researcher, settings):
+    settings.EVALSITE_API_HOSTS = ["bot.example.org"]  # the secrets policy's allowed hosts
     client = client_for(researcher)
     bad = client.post("/corpus/chatbots/new/", {
         "kind": "http", "api_base": "https://bot.example.org/chat", "code": "OURBOT",
@@ -30,12 +31,12 @@ def test_an_http_chatbot_takes_its_credential_from_the_environment(researcher):
     assert not Target.objects.exists()
     good = client.post("/corpus/chatbots/new/", {
         "kind": "http", "api_base": "https://bot.example.org/chat", "code": "OURBOT",
-        "http_headers": json.dumps({"Authorization": "Bearer ${BOT_TOKEN}"}),
+        "http_headers": json.dumps({"Authorization": "Bearer ${BOT_API_TOKEN}"}),
         "request_template": json.dumps({"history": "{{messages}}"}), "response_path": "reply",
         "max_concurrent": 2, "requests_per_minute": 0,
     })
     assert good.status_code == 302
-    assert Target.objects.get(code="OURBOT").http_headers == {"Authorization": "Bearer ${BOT_TOKEN}"}
+    assert Target.objects.get(code="OURBOT").http_headers == {"Authorization": "Bearer ${BOT_API_TOKEN}"}
 
 
 @pytest.mark.parametrize(("field", "value", "fragment"), [

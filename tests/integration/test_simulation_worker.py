@@ -27,7 +27,7 @@ from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-KEY_ENV = "EVALSITE_ITEST_SIM_KEY"
+KEY_ENV = "ITEST_SIM_API_KEY"
 
 
 def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def]

@@ -19,7 +19,7 @@ from simulation.llm import RetryPolicy
 from tests.factories import ConversationFactory, PersonaFactory
 from tests.support.fake_llm import FakeLLM
 
-KEY_ENV = "EVALSITE_TEST_JUDGE_KEY"
+KEY_ENV = "TEST_JUDGE_API_KEY"
 SECRET = "sk-judge-test-0123456789-never-stored"
 RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
 

@@ -26,7 +26,7 @@ def test_a_researcher_creates_a_judge_and_starts_a_run_from_the_pages(fake, rese
             "instrument": amhart.pk,
             "model": "openai/gpt",
             "api_base": fake.base_url,
-            "api_key_env": "EVALSITE_TEST_JUDGE_KEY",
+            "api_key_env": "TEST_JUDGE_API_KEY",
             "temperature": "0",
             "params": '{"seed": 7}',
             "structured_output": "on",

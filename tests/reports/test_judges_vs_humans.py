@@ -26,7 +26,7 @@ HUMAN = {  # conversation index -> labels of amhart_01 by the two clinicians (re
 
 @pytest.fixture
 def study_with_run(fake_llm, coordinator, clinician, clinician2, django_capture_on_commit_callbacks, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-test-not-real")
+    monkeypatch.setenv("JUDGE_TEST_API_KEY", "sk-test-not-real")
     amhart, section = builtin_instruments_load()
     conversations = [ConversationFactory() for _ in HUMAN]
     study = study_create(name="Judged", instrument=amhart, section=section, conversation_ids=[c.pk for c in conversations],
@@ -46,7 +46,7 @@ def study_with_run(fake_llm, coordinator, clinician, clinician2, django_capture_
     fake_llm.script("judge-b", [checklist_reply({"amhart_13": "N/A", "amhart_14": "N/A"}, default="no")])
     judges = [
         judging.judge_create(name=name, instrument=amhart, model=f"openai/{name}", provider=name,
-                             api_base=fake_llm.base_url, api_key_env="JUDGE_TEST_KEY")
+                             api_base=fake_llm.base_url, api_key_env="JUDGE_TEST_API_KEY")
         for name in ("judge-a", "judge-b")
     ]
     with django_capture_on_commit_callbacks(execute=True):

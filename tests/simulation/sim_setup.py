@@ -11,7 +11,7 @@ from simulation.batches import BatchSpec, UserAgent
 from simulation.models import SimulationBatch
 from tests.support.fake_llm import FakeLLM
 
-KEY_ENV = "EVALSITE_TEST_SIM_KEY"
+KEY_ENV = "TEST_SIM_API_KEY"
 SECRET = "sk-sim-0123456789-never-stored"
 USER_MODEL = "openai/persona-agent"
 FAST_RETRY = {"max_attempts": 3, "base_delay": 0.01, "max_delay": 0.02}

@@ -39,7 +39,7 @@ from tests.support.fake_llm import (
 
 # Until tests/conftest.py registers tests.support.fixtures as a plugin, expose the fixture here.
 
-KEY_ENV = "EVALSITE_TEST_LLM_KEY"
+KEY_ENV = "TEST_LLM_API_KEY"
 SECRET = "sk-test-0123456789-do-not-leak"
 HELLO = [{"role": "user", "content": "I have not slept for three nights"}]
 FAST = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.05)

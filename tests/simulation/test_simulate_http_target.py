@@ -63,7 +63,7 @@ class TinyBot:
 
 @pytest.fixture
 def tiny_bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[TinyBot]:
-    monkeypatch.setenv("TINY_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("TINY_BOT_API_TOKEN", BOT_TOKEN)
     bot = TinyBot()
     yield bot
     bot.server.shutdown()
@@ -76,7 +76,7 @@ def http_target(bot: TinyBot, **extra: Any) -> Target:
         "kind": Target.Kind.HTTP,
         "model": "tiny-bot",
         "api_base": bot.url,
-        "http_headers": {"X-Api-Key": "${TINY_BOT_TOKEN}"},
+        "http_headers": {"X-Api-Key": "${TINY_BOT_API_TOKEN}"},
         "request_template": {"messages": "{{messages}}", "session": "conv-{{conversation_id}}"},
         "response_path": "data.reply",
         "system_prompt": "Be kind.",
@@ -110,14 +110,14 @@ def test_an_http_chatbot_gets_the_history_through_its_template_and_answers_by_it
 
 
 def test_a_missing_key_variable_fails_the_run_with_a_clear_error(fake_llm, tiny_bot, monkeypatch):
-    monkeypatch.delenv("TINY_BOT_TOKEN")
+    monkeypatch.delenv("TINY_BOT_API_TOKEN")
     persona_set = builtin_personas_load()
     spec = amhart_spec(fake_llm, persona_set, [http_target(tiny_bot)], persona_ids=(persona_set.personas.first().pk,), exchanges=1)
     run = simulation_batch_create(spec=spec, dispatch=False).runs.get()
     simulation_run_task.delay(run.pk)
     run.refresh_from_db()
     assert run.status == SimulationRun.Status.FAILED
-    assert run.error_kind == "auth" and "TINY_BOT_TOKEN is not set" in run.error
+    assert run.error_kind == "auth" and "TINY_BOT_API_TOKEN is not set" in run.error
 
 
 def test_a_literal_credential_in_a_header_is_refused(fake_llm, tiny_bot):

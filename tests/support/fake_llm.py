@@ -5,7 +5,7 @@ background thread. Clients (litellm, the openai SDK, plain urllib) talk real HTT
 
     with FakeLLM() as fake:
         fake.script("judge", ['{"label": "yes"}', http_500(), "ok"])
-        spec = ModelSpec(model="openai/judge", api_base=fake.base_url, api_key_env="FAKE_KEY")
+        spec = ModelSpec(model="openai/judge", api_base=fake.base_url, api_key_env="FAKE_API_KEY")
 
 Replies are scripted per model name as the server receives it (litellm strips the ``openai/``
 provider prefix, so ``script("openai/judge", ...)`` and ``script("judge", ...)`` are the same).

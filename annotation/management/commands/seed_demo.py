@@ -16,7 +16,7 @@ from corpus.instruments.services import builtin_instruments_load
 from corpus.models import Conversation, Instrument
 from corpus.personas.services import builtin_personas_load
 
-# Demo accounts only: the command refuses to run with DEBUG off unless --force.
+# Demo accounts only: the command refuses where demos are not allowed (production) unless --force.
 DEMO_USERS = [
     ("clinician", Role.CLINICIAN, "demo-clinician-pass"),
     ("clinician2", Role.CLINICIAN, "demo-clinician2-pass"),
@@ -35,12 +35,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--if-empty", action="store_true", help="do nothing if any user exists")
-        parser.add_argument("--force", action="store_true", help="allow with DEBUG off (never in production)")
+        parser.add_argument("--force", action="store_true", help="allow where EVALSITE_DEMO_ALLOWED is off (never in production)")
         parser.add_argument("--quiet-logins", action="store_true", help="do not print the demo logins")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not settings.DEBUG and not options["force"]:
-            raise CommandError("seed_demo creates accounts with known passwords; refusing with DEBUG off (use --force for a throwaway instance)")
+        if not settings.EVALSITE_DEMO_ALLOWED and not options["force"]:
+            raise CommandError(
+                "seed_demo creates accounts with known passwords; refusing where EVALSITE_DEMO_ALLOWED is off "
+                "(production settings; use --force for a throwaway instance)"
+            )
         User = get_user_model()
         if options["if_empty"] and User.objects.exists():
             self.stdout.write("The database already has users; demo not seeded again.")

@@ -4,11 +4,24 @@ import os
 import signal
 import subprocess
 import sys
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+
+
+def _die_with_parent() -> None:
+    """In the worker (before exec): get SIGTERM if ``serve`` dies, even by SIGKILL (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except OSError:
+            pass
 
 
 class Command(BaseCommand):
@@ -21,6 +34,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         worker = None
+        # SIGTERM (a service manager, `kill`, make passing it on) must stop the worker too:
+        # turn it into the same orderly exit as Ctrl-C, so the `finally` below runs.
+        def stop(signum: int, frame: FrameType | None) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, stop)
         if not options["no_worker"]:
             embedded = not settings.REDIS_URL
             # SQLite and the filesystem broker want one worker process; Redis + PostgreSQL scale out.
@@ -29,16 +48,25 @@ class Command(BaseCommand):
                    f"--concurrency={concurrency}", "--hostname=evalsite@%h"]
             if embedded:
                 cmd.append("--pool=solo")
-            worker = subprocess.Popen(cmd, env=os.environ.copy())
+            # From the project folder, whatever the current one: the worker imports the same code.
+            worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy(), preexec_fn=_die_with_parent)  # noqa: PLW1509
             self.stdout.write(f"Worker started (pid {worker.pid}, {'embedded filesystem broker' if embedded else 'Redis'}).")
         host = options["addrport"]
         self.stdout.write(self.style.SUCCESS(f"Open http://{host}/ and log in with a demo login above."))
+        if settings.DEBUG:
+            self.stdout.write(self.style.WARNING("Debug mode is on (EVALSITE_DEBUG=1): error pages show code and data."))
+        self.stdout.flush()
         try:
             call_command("runserver", host, use_reloader=False)
+        except KeyboardInterrupt:
+            pass
         finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             if worker is not None and worker.poll() is None:
+                self.stdout.write("Stopping the worker...")
                 worker.send_signal(signal.SIGTERM)
                 try:
                     worker.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     worker.kill()
+                    worker.wait()

@@ -1,0 +1,84 @@
+"""Admin of the API host allow-list, and the check every admin form with a key or base URL runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from axes.utils import reset as axes_reset
+from django import forms
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import models
+from django.http import HttpRequest
+
+from core.models import AllowedApiHost
+from core.secrets_policy import api_host_approve, destination_problems, header_env_names
+
+
+@admin.register(AllowedApiHost)
+class AllowedApiHostAdmin(admin.ModelAdmin):
+    list_display = ["host", "note", "added_by", "added_at"]
+    search_fields = ["host", "note"]
+    readonly_fields = ["added_by", "added_at"]
+
+    def save_model(self, request: HttpRequest, obj: AllowedApiHost, form: Any, change: bool) -> None:
+        if not change:
+            obj.added_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)
+
+
+class DestinationCheckedAdmin(admin.ModelAdmin):
+    """A model admin whose rows name a key variable and a base URL: the secrets policy applies.
+
+    ``destination_fields`` = (base URL field, key variable field, headers field or "").
+    """
+
+    destination_fields: tuple[str, str, str] = ("api_base", "api_key_env", "")
+    params_field = "params"
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> type[forms.ModelForm]:
+        base = super().get_form(request, obj, change, **kwargs)
+        base_field, key_field, headers_field = self.destination_fields
+
+        def clean(form: forms.ModelForm, _super: Callable[[forms.ModelForm], Any] = base.clean) -> Any:
+            data = _super(form)
+            instance = form.instance
+
+            def value(name: str) -> Any:
+                return data.get(name, getattr(instance, name, "")) if name else ""
+
+            problems = destination_problems(
+                api_base=value(base_field) or "",
+                key_env=value(key_field) or "",
+                header_envs=header_env_names(value(headers_field) or {}) if headers_field else (),
+                params=value(self.params_field) if self.params_field else None,
+                actor=request.user,
+            )
+            if problems:
+                raise forms.ValidationError(problems)
+            return data
+
+        return type(base.__name__, (base,), {"clean": clean})
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        api_host_approve(url=getattr(obj, self.destination_fields[0], "") or "", actor=request.user, note=f"set on {obj._meta.verbose_name} {obj}")
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class EvalsiteUserAdmin(UserAdmin):
+    """Users, with the unlock of a sign-in that login throttling locked (core.login_throttle)."""
+
+    actions = ["unlock_sign_in"]
+
+    @admin.action(description="Unlock sign-in (clear failed login attempts)")
+    def unlock_sign_in(self, request: HttpRequest, queryset: Any) -> None:
+        cleared = sum(axes_reset(username=user.get_username()) for user in queryset)
+        self.message_user(request, f"Sign-in unlocked for {queryset.count()} user(s); {cleared} failed attempt record(s) cleared.")

