@@ -14,7 +14,13 @@ from core.problems import ImportRejected
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ImportRejected):
         return Response(
-            {"detail": str(exc), "problems": [p.as_dict() for p in exc.problems]}, status=400
+            {
+                "detail": str(exc),
+                "problems": [p.as_dict() for p in exc.problems],
+                # Identical problems counted once, capped: what a person reads first.
+                "problem_groups": [g.as_dict() for g in exc.grouped().groups],
+            },
+            status=400,
         )
     if isinstance(exc, ServiceError):
         status = getattr(exc, "status", 400)

@@ -326,7 +326,7 @@ def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
             (name, text), *_ = read_upload(upload.name, upload)
             result = ratings_import(study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"])
         except ImportRejected as exc:
-            context["problems"] = exc.problems
+            context["problems"] = exc.grouped()
         else:
             context["result"] = result
     return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if context.get("problems") else 200)

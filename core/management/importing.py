@@ -14,6 +14,6 @@ def run_import(command: BaseCommand, action: Callable[[], Any]) -> Any:
     try:
         return action()
     except ImportRejected as exc:
-        for problem in exc.problems:
-            command.stderr.write(str(problem))
+        for line in exc.grouped().lines():
+            command.stderr.write(line)
         raise CommandError(f"{len(exc.problems)} problem(s) found; nothing was imported") from exc

@@ -82,5 +82,5 @@ def conversation_import(request: HttpRequest) -> HttpResponse:
             context["result"] = result.summary()
             context["duplicates"] = result.duplicates
         except ImportRejected as exc:
-            context["problems"] = exc.problems
+            context["problems"] = exc.grouped()
     return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)

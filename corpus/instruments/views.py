@@ -45,5 +45,5 @@ def instrument_import(request: HttpRequest) -> HttpResponse:
                 verb = "Imported" if created else "Already present (identical content):"
                 context["result"] = f"{verb} {instrument}."
         except ImportRejected as exc:
-            context["problems"] = exc.problems
+            context["problems"] = exc.grouped()
     return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)

@@ -46,5 +46,5 @@ def persona_import(request: HttpRequest) -> HttpResponse:
             context["result"] = f"{verb} {result.imported_rows} of {result.total_rows} persona(s){target}."
             context["skipped"] = result.skipped
         except ImportRejected as exc:
-            context["problems"] = exc.problems
+            context["problems"] = exc.grouped()
     return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)
