@@ -168,6 +168,11 @@ def selection_summary(selection: dict[str, Any]) -> list[str]:
         parts.append(f"{len(selection['codes'])} listed code(s)")
     if "matched" in selection:
         parts.append(f"{selection['matched']} matched" + (", integrity-flagged left out" if selection.get("exclude_flagged") else ""))
+    if selection.get("left_out_flagged"):
+        left = selection["left_out_flagged"]
+        parts.append(f"{len(left)} flagged left out ({', '.join(left[:10])}{', …' if len(left) > 10 else ''})")
+    if selection.get("kept_flagged"):
+        parts.append(f"flagged kept on purpose: {', '.join(selection['kept_flagged'])}")
     if selection.get("sample_size"):
         parts.append(f"random sample of {selection['sample_size']} with seed {selection.get('seed')}")
     return parts

@@ -49,7 +49,14 @@ class SelectionSerializer(serializers.Serializer):
     persona_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     target_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     batch_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
-    codes = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    codes = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list,
+        help_text="App codes or source ids of imported conversations; an id that matches nothing is a 400 naming it",
+    )
+    keep_codes = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list,
+        help_text="Flagged conversations to keep on purpose (codes or source ids)",
+    )
     exclude_flagged = serializers.BooleanField(required=False, default=True)
     sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)

@@ -75,7 +75,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 def study_new(request: HttpRequest) -> HttpResponse:
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = StudyCreateForm(request.POST or None, candidates=list(reads.rater_candidates()))
+    form = StudyCreateForm(request.POST or None, request.FILES or None, candidates=list(reads.rater_candidates()))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())

@@ -12,7 +12,8 @@ from django.db import transaction
 from core.codes import new_code
 from core.problems import ImportRejected, Problem
 from corpus.conversations.formats import ConversationRecord, read_jsonl, read_vera_files
-from corpus.conversations.integrity import check_integrity
+from corpus.conversations.integrity import check_integrity, flags_pass
+from corpus.conversations.role_break import check_role_break
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
 from corpus.targets.services import target_code_unique
 
@@ -224,8 +225,9 @@ def _apply_integrity(conversation: Conversation, messages: list[tuple[str, str]]
         opening_message=opening,
         expected_count=expected if isinstance(expected, int) else None,
     )
+    flags += check_role_break(messages)
     conversation.integrity_flags = [f.as_dict() for f in flags]
-    conversation.integrity_ok = not flags
+    conversation.integrity_ok = flags_pass(flags)
     conversation.save(update_fields=["integrity_flags", "integrity_ok"])
 
 
