@@ -21,6 +21,7 @@ urlpatterns = [
         conversations.conversation_export,
         name="conversation-export",
     ),
+    path("corpus/conversations/link-personas/", conversations.conversation_link_personas, name="conversation-link-personas"),
     path("corpus/conversations/<str:code>/", conversations.conversation_detail, name="conversation-detail"),
     path("corpus/personas/", personas.persona_set_list, name="persona-set-list"),
     path("corpus/personas/<int:pk>/", personas.persona_set_detail, name="persona-set-detail"),

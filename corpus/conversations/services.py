@@ -15,6 +15,7 @@ from corpus.conversations.formats import ConversationRecord, read_jsonl, read_ve
 from corpus.conversations.integrity import check_integrity, flags_pass
 from corpus.conversations.role_break import check_role_break
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
+from corpus.personas.linking import persona_for_name
 from corpus.targets.services import target_code_unique
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
@@ -104,6 +105,7 @@ def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]
     """Map each record to its Persona; an unknown persona key is a problem, a VERA name is optional."""
     resolved: dict[int, Persona | None] = {}
     cache: dict[tuple[str | None, str], list[Persona]] = {}
+    by_name: dict[str, Persona | None] = {}
     for record in records:
         if record.persona:
             cache_key = (record.persona_set, record.persona)
@@ -126,12 +128,8 @@ def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]
             else:
                 resolved[id(record)] = matches[0]
         elif record.persona_name:
-            match = (
-                Persona.objects.filter(name__iexact=record.persona_name, persona_set__format=PersonaSet.Format.VERA_MH)
-                .order_by("-persona_set__version")
-                .first()
-            )
-            resolved[id(record)] = match
+            # Any order: a persona imported later links the conversation then (personas/linking).
+            resolved[id(record)] = persona_for_name(record.persona_name, by_name)
     return resolved
 
 

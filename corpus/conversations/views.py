@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from core.permissions import corpus_required, import_required
 from core.problems import ImportRejected
@@ -12,6 +14,7 @@ from core.uploads import read_upload
 from corpus.conversations import selectors, services
 from corpus.conversations.forms import ConversationImportForm
 from corpus.models import Conversation
+from corpus.personas.linking import conversations_link_personas, waiting_persona_names
 from corpus.targets.selectors import target_list_for_user
 
 
@@ -44,8 +47,19 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
             "targets": target_list_for_user(request.user),
             "query": request.GET.urlencode(),
             "sources": Conversation.Source.choices,
+            "waiting_personas": waiting_persona_names(),
+            "flagged_count": selectors.conversation_list_for_user(request.user, flagged=True).count(),
         },
     )
+
+
+@import_required
+@require_POST
+def conversation_link_personas(request: HttpRequest) -> HttpResponse:
+    """Link waiting conversations to the personas their sources name (reports how many)."""
+    linked = conversations_link_personas()
+    messages.success(request, f"Linked {linked} conversation(s) to their persona.")
+    return redirect("corpus:conversation-list")
 
 
 @corpus_required

@@ -13,6 +13,7 @@ from django.db.models import Max
 from core.problems import ImportRejected, Problem
 from core.yamlspec import canonical_hash
 from corpus.models import Persona, PersonaSet
+from corpus.personas.linking import conversations_link_personas
 from corpus.personas.spec import PersonaSetSpec, parse_persona_set_spec
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
@@ -53,6 +54,7 @@ class PersonaImportResult:
     total_rows: int
     imported_rows: int
     skipped: list[Problem] = field(default_factory=list)
+    linked: int = 0  # waiting conversations now linked to a persona of this set
 
 
 def personas_import(
@@ -99,7 +101,8 @@ def personas_import(
     if dry_run:
         return PersonaImportResult(None, False, total, len(spec.personas), skipped)
     persona_set, created = persona_set_create_from_spec(spec=spec, created_by=created_by)
-    return PersonaImportResult(persona_set, created, total, len(spec.personas), skipped)
+    linked = conversations_link_personas()
+    return PersonaImportResult(persona_set, created, total, len(spec.personas), skipped, linked)
 
 
 def _vera_persona_fields(persona: Any) -> dict[str, Any]:
