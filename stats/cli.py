@@ -237,7 +237,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--order", default=None, help="comma-separated scale, e.g. 'no,yes' or 'low,mid,high'"
     )
     agree.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    agree.add_argument(
+        "--format", choices=("long", "vera-mh"), default="long",
+        help="long: unit,rater,item,label; vera-mh: the published VERA-MH clinician ratings CSV "
+        "(the five dimension columns are the items; NA cells are missing; a leading # is dropped)",
+    )
     return parser
+
+
+def _read_vera(path: str) -> list[tuple[int, Row]]:
+    from .vera import read_vera_ratings
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise CsvInputError(path, "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise CsvInputError(path, f"not UTF-8 text ({exc.reason})") from None
+    parsed = read_vera_ratings(text, path)
+    if parsed.problems:
+        first = parsed.problems[0]
+        more = f" (and {len(parsed.problems) - 1} more problem(s))" if len(parsed.problems) > 1 else ""
+        raise CsvInputError(path, first.message + more, first.line, first.column)
+    return [(r.line, (r.unit, r.rater, d, label)) for r in parsed.ratings for d, label in r.dimensions.items()]
 
 
 def _non_negative(text: str) -> int:
@@ -258,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     order = [x.strip() for x in args.order.split(",")] if args.order else None
     try:
-        numbered = _read_numbered(args.file)
+        numbered = _read_vera(args.file) if args.format == "vera-mh" else _read_numbered(args.file)
         _check_labels(args.file, numbered, level=args.level, na=args.na, order=order)
         report = agreement_report(
             [row for _, row in numbered],

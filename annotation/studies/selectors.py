@@ -225,7 +225,8 @@ def study_design(study: Study) -> Design:
     links = Counter(study.study_conversations.values_list("is_calibration", flat=True))
     n_main, n_cal = links.get(False, 0), links.get(True, 0)
     rows = list(
-        study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).values_list(
+        # The in-app design: external raters' imported ratings have no place in it.
+        study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).filter(rater__isnull=False).values_list(
             "conversation_id", "rater_id", "is_calibration"
         )
     )

@@ -158,12 +158,13 @@ class DesignSerializer(serializers.Serializer):
 
 class AssignmentSerializer(serializers.ModelSerializer):
     conversation = serializers.CharField(source="conversation.code")
-    rater_username = serializers.CharField(source="rater.username")
+    rater_username = serializers.CharField(source="rater_name", help_text="username, or an external rater's label")
+    external_rater = serializers.BooleanField(source="is_external", read_only=True)
 
     class Meta:
         model = Assignment
         fields = [
-            "id", "conversation", "conversation_id", "rater", "rater_username", "is_calibration", "position",
+            "id", "conversation", "conversation_id", "rater", "rater_username", "external_rater", "is_calibration", "position",
             "status", "started_at", "submitted_at", "last_activity_at", "time_spent_seconds",
         ]
 

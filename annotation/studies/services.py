@@ -174,14 +174,14 @@ def study_assign(*, study: Study, actor: AbstractBaseUser | None, seed: int | No
 
 def _loads(study: Study) -> Counter:
     return Counter(
-        study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("rater_id", flat=True)
+        study.assignments.filter(is_calibration=False, rater__isnull=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("rater_id", flat=True)
     )
 
 
 def _overlap(study: Study) -> dict[tuple[int, int], int]:
     from annotation.studies.assignment import pair_overlap
 
-    pairs = study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("conversation_id", "rater_id")
+    pairs = study.assignments.filter(is_calibration=False, rater__isnull=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("conversation_id", "rater_id")
     return pair_overlap(list(pairs))
 
 
