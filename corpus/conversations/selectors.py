@@ -125,7 +125,7 @@ def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
             ]
 
 
-def _resolve_ids(ids: list[str]) -> tuple[dict[str, list[int]], list[str]]:
+def conversation_ids_resolve(ids: list[str]) -> tuple[dict[str, list[int]], list[str]]:
     """Return ``{id as given: conversation ids}`` for app codes and source (external) ids.
 
     A code always wins; a source id may be written with a leading ``#`` (as in the published
@@ -154,7 +154,7 @@ def _resolve_ids(ids: list[str]) -> tuple[dict[str, list[int]], list[str]]:
 
 def conversation_ids_for_codes(ids: list[str]) -> dict[str, int]:
     """Return ``{id: conversation id}`` for app codes or source ids; raise CorpusError naming any id that matches nothing or several."""
-    found, unknown = _resolve_ids(ids)
+    found, unknown = conversation_ids_resolve(ids)
     problems = []
     if unknown:
         problems.append(f"no conversation has the code or source id {', '.join(repr(u) for u in unknown[:20])}" + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else ""))

@@ -105,6 +105,33 @@ def personas_import(
     return PersonaImportResult(persona_set, created, total, len(spec.personas), skipped, linked)
 
 
+def personas_from_design(
+    *, key: str, name: str, designs: dict[str, dict[str, str]], description: str = "",
+    created_by: AbstractBaseUser | None = None,
+) -> PersonaImportResult:
+    """Store personas known only by name and design labels (e.g. from a ratings file); link waiting conversations.
+
+    ``designs`` maps a persona name to its design labels (``risk``, ``disclosure``...). The
+    set is versioned like any import: the same content returns the stored version.
+    """
+    from django.utils.text import slugify
+
+    spec = PersonaSetSpec(
+        key=key,
+        name=name,
+        description=description,
+        format=PersonaSet.Format.CUSTOM,
+        system_prompt="",
+        personas=tuple(
+            {"key": slugify(persona) or f"persona-{i}", "name": persona, "design": dict(design), "profile": {}, "opening_message": ""}
+            for i, (persona, design) in enumerate(sorted(designs.items()))
+        ),
+    )
+    persona_set, created = persona_set_create_from_spec(spec=spec, created_by=created_by)
+    linked = conversations_link_personas()
+    return PersonaImportResult(persona_set, created, len(designs), len(designs), [], linked)
+
+
 def _vera_persona_fields(persona: Any) -> dict[str, Any]:
     # The profile keeps every cell by its column header, as VERA-MH's persona prompt uses them;
     # the design labels (risk, disclosure...) are the short categories raters must never see.
