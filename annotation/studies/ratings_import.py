@@ -231,7 +231,7 @@ def _parse(study: Study, raw: list[_Raw], file: str, *, external: bool) -> tuple
             rater = ("x", r.rater)
             new_external.add(r.rater)
         elif uid is None:
-            bad(r.rater_column, f"unknown rater '{r.rater}': not a username of this study's raters nor one of its external raters (import with external raters to add it)")
+            bad(r.rater_column, f"unknown rater username '{r.rater}' (nor an external rater of this study; import with external raters to add it as one)")
         else:
             bad(r.rater_column, f"'{r.rater}' is not a rater of this study (add them to the study first)")
         resolved = items.resolve(r.item)
