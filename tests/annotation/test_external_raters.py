@@ -42,14 +42,19 @@ RATINGS = crlf(
 )
 
 
-@pytest.fixture
-def vera_study(coordinator):  # type: ignore[no-untyped-def]
+def make_vera_study(coordinator):  # type: ignore[no-untyped-def]
+    """Return a study built from RATINGS: one unit with its transcript imported, two placeholders."""
     flow, section = flow_and_section()
     # One transcript is in the app already; the other two units have none yet.
     conversations_import(files=[("p_u__a_c__t2__r1__20260101_000000/a1b2c3_Ada_modelu_run1.txt", "user: hi\n\nchatbot: hello\n")])
     result = study_create_from_ratings(name="Validation", instrument=flow, section=section, text=RATINGS,
                                        file="ratings.csv", fmt="vera-mh", created_by=coordinator, coordinators=[coordinator])
     return result
+
+
+@pytest.fixture
+def vera_study(coordinator):  # type: ignore[no-untyped-def]
+    return make_vera_study(coordinator)
 
 
 def test_a_study_is_built_from_the_units_of_a_ratings_file_with_placeholders(vera_study):

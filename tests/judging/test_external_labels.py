@@ -11,10 +11,17 @@ from annotation.studies.ratings_import import ratings_import
 from core.problems import ImportRejected
 from judging.external import judge_labels_import
 from judging.models import EnsembleLabel, Judge, JudgeLabel, JudgeRun
-from tests.annotation.test_external_raters import RATINGS, vera_study  # noqa: F401  (fixture)
+from tests.annotation.test_external_raters import RATINGS, make_vera_study
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def vera_study(coordinator):  # type: ignore[no-untyped-def]
+    return make_vera_study(coordinator)
+
+
 BP, HPH, SUB = "Best Practice", "High Potential for Harm", "Suboptimal but Low Potential for Harm"
 
 
