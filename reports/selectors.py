@@ -80,7 +80,9 @@ def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
     }
 
 
-USER_MODEL_KEYS = ("user_model", "user_agent_model", "user_agent")
+# user_llm: the short name a ratings file gives (kept when a transcript fills the conversation later),
+# so one study groups its conversations under one name per user-agent.
+USER_MODEL_KEYS = ("user_llm", "user_model", "user_agent_model", "user_agent")
 
 
 def study_section_with_design(study: Study) -> list[dict]:

@@ -286,5 +286,10 @@ class AdjudicateForm(ReasonForm):
 
 
 class RatingsImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer)")
+    file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer), or the VERA-MH clinician ratings file")
+    format = forms.ChoiceField(required=False, choices=[("long", "Long: unit,rater,item,label"), ("vera-mh", "VERA-MH clinician ratings (as published)")], initial="long")
+    external_raters = forms.BooleanField(
+        required=False, label="Raters without an account",
+        help_text="Names that are not raters of this study become its external raters (a label, no login). Always on for the VERA-MH format.",
+    )
     dry_run = forms.BooleanField(required=False, help_text="Check the file without importing")

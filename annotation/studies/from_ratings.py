@@ -115,7 +115,8 @@ def study_create_from_ratings(
             "from_ratings": file,
             "format": fmt,
             "units": len(units),
-            "matched": len(found),
+            "matched": len(ids),
+            "already_imported": len(found),
             "placeholders": len(placeholders),
             # Rated conversations stay in the study even when flagged (e.g. a role break).
             "flagged_kept": flagged,

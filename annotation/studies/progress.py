@@ -43,11 +43,12 @@ class RaterProgress:
 
     @property
     def total_display(self) -> str:
-        return duration(self.total_seconds)
+        # Imported ratings carry no reading time: a dash, not "0 s".
+        return "—" if self.external_label else duration(self.total_seconds)
 
     @property
     def median_display(self) -> str:
-        return "—" if self.median_seconds is None else duration(self.median_seconds)
+        return "—" if self.median_seconds is None or self.external_label else duration(self.median_seconds)
 
 
 def duration(seconds: float) -> str:

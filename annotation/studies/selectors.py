@@ -168,6 +168,13 @@ def selection_summary(selection: dict[str, Any]) -> list[str]:
         parts.append(f"{len(selection['codes'])} listed code(s)")
     if "matched" in selection:
         parts.append(f"{selection['matched']} matched" + (", integrity-flagged left out" if selection.get("exclude_flagged") else ""))
+    if selection.get("from_ratings"):
+        parts.append(
+            f"the {selection.get('units', 0)} conversations rated in {selection['from_ratings']}"
+            f" ({selection.get('placeholders', 0)} without transcript when created)"
+        )
+    if selection.get("flagged_kept"):
+        parts.append(f"flagged but rated, kept: {', '.join(selection['flagged_kept'])}")
     if selection.get("left_out_flagged"):
         left = selection["left_out_flagged"]
         parts.append(f"{len(left)} flagged left out ({', '.join(left[:10])}{', …' if len(left) > 10 else ''})")
@@ -181,6 +188,17 @@ def selection_summary(selection: dict[str, Any]) -> list[str]:
 def conversations_by_codes(codes: list[str]) -> dict[str, int]:
     """Return ``{code: id}`` for the conversation codes that exist."""
     return dict(Conversation.objects.filter(code__in=codes).values_list("code", "id"))
+
+
+def external_raters(study: Study) -> list[Any]:
+    """Return the study's external raters with how many submitted ratings each has."""
+    from django.db.models import Count, Q
+
+    return list(
+        study.external_raters.annotate(
+            n_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED))
+        ).order_by("label")
+    )
 
 
 def rater_memberships(study: Study) -> list[StudyMembership]:

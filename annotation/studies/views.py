@@ -126,6 +126,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "add_form": AddRaterForm(candidates=[u for u in reads.rater_candidates() if u.pk not in active]),
         "member_candidates": reads.member_candidates(study) if manages else [],
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
+        "external_raters": reads.external_raters(study),
     }
     return render(request, "annotation/coordinator/study_detail.html", context)
 
@@ -324,7 +325,10 @@ def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
         upload = form.cleaned_data["file"]
         try:
             (name, text), *_ = read_upload(upload.name, upload)
-            result = ratings_import(study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"])
+            result = ratings_import(
+                study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"],
+                fmt=form.cleaned_data["format"] or "long", external_raters=form.cleaned_data["external_raters"],
+            )
         except ImportRejected as exc:
             context["problems"] = exc.grouped()
         else:

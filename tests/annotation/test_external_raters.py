@@ -140,3 +140,14 @@ def test_create_study_and_import_ratings_commands(coordinator, tmp_path):
     assert f"Created study {study.pk}" in out.getvalue() and "3 placeholder(s)" in out.getvalue()
     call_command("import_ratings", str(path), "--study", str(study.pk), "--format", "vera-mh", stdout=out)
     assert "external raters: clinician_a, clinician_b, expert_a (3 new)" in out.getvalue()
+
+
+def test_the_import_page_reads_the_published_format(vera_study, coordinator, clinician):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    study = vera_study.study
+    url = f"/studies/{study.pk}/import-ratings/"
+    upload = SimpleUploadedFile("ratings.csv", RATINGS.encode())
+    page = client_for(coordinator).post(url, {"file": upload, "format": "vera-mh"}).content.decode()
+    assert "external raters: clinician_a, clinician_b, expert_a" in page and "read without it: d4e5f6" in page
+    assert client_for(clinician).get(url).status_code == 404
