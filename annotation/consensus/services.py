@@ -56,7 +56,7 @@ def rating_labels(study: Study, rating: Rating) -> dict[str, str]:
 @transaction.atomic
 def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = None) -> dict[str, int]:
     """Recompute every non-adjudicated consensus label of a study from its submitted ratings."""
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
     senior_id = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
     senior = f"u{senior_id}" if senior_id is not None else None  # keys as Assignment.rater_key
     ratings = (

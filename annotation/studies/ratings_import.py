@@ -297,7 +297,7 @@ def ratings_import(
     """
     if fmt not in FORMATS:
         raise ImportRejected([Problem(f"unknown format '{fmt}'; use {' or '.join(FORMATS)}", file)])
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
     parsed = None
     notes: list[str] = []
     if fmt == "vera-mh":
