@@ -62,7 +62,7 @@ def test_jsonl_keeps_an_empty_chatbot_reply_but_rejects_an_empty_user_turn(db):
 def test_the_rater_and_the_judge_see_that_the_chatbot_sent_no_reply(db, researcher):
     conversation = conversations_import(files=_vera("0c0c0c_Omar_model-u_run1.txt", EMPTY_REPLY)).created[0]
     html = client_for(researcher).get(f"/corpus/conversations/{conversation.code}/").content.decode()
-    assert "The chatbot sent no reply." in html
+    assert "The chatbot sent no reply." in html and "empty chatbot reply at turn 2" in html
     text = render_transcript([Turn(1, "user", "hi"), Turn(2, "assistant", "")])
     assert text == f"[1] User: hi\n\n[2] Chatbot: {NO_REPLY}"
 
