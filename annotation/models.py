@@ -110,6 +110,31 @@ class StudyMembership(models.Model):
         return f"{self.user} as {self.role} in {self.study}"
 
 
+class ExternalRater(models.Model):
+    """A rater whose ratings were made outside the app: a pseudonymous label, no login account.
+
+    Labels belong to one study (``clinician_a`` of one study is not ``clinician_a`` of another)
+    and are written as the source names them. Reports treat them like in-app raters; they never
+    sign in, so no rater page or rater API ever serves them.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="external_raters")
+    label = models.CharField(max_length=60)
+    # Like StudyMembership.rater_label: "clinician", "expert"... (composition and reports use it).
+    rater_label = models.CharField(max_length=60, blank=True)
+    source = models.CharField(max_length=200, blank=True, help_text="The file the ratings came from")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "label"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "label"], name="external_rater_label_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} (external, study {self.study_id})"
+
+
 class AssignmentStatus(models.TextChoices):
     NOT_STARTED = "not_started", "Not started"
     IN_PROGRESS = "in_progress", "In progress"
@@ -124,8 +149,12 @@ class Assignment(models.Model):
     conversation = models.ForeignKey(
         "corpus.Conversation", on_delete=models.PROTECT, related_name="assignments"
     )
+    # Exactly one of the two: an in-app rater (a user) or an external rater (a label, no account).
     rater = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments", null=True, blank=True
+    )
+    external_rater = models.ForeignKey(
+        ExternalRater, on_delete=models.PROTECT, related_name="assignments", null=True, blank=True
     )
     is_calibration = models.BooleanField(default=False)
     position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue")
@@ -145,7 +174,17 @@ class Assignment(models.Model):
                 fields=["study", "conversation", "rater"],
                 condition=~models.Q(status="withdrawn"),
                 name="assignment_active_unique",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["study", "conversation", "external_rater"],
+                condition=~models.Q(status="withdrawn") & models.Q(external_rater__isnull=False),
+                name="assignment_external_active_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rater__isnull=False, external_rater__isnull=True)
+                | models.Q(rater__isnull=True, external_rater__isnull=False),
+                name="assignment_one_kind_of_rater",
+            ),
         ]
         indexes = [
             models.Index(fields=["rater", "status"]),
@@ -153,7 +192,23 @@ class Assignment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.study_id}:{self.conversation_id}->{self.rater_id}"
+        return f"{self.study_id}:{self.conversation_id}->{self.rater_id or f'x{self.external_rater_id}'}"
+
+    @property
+    def is_external(self) -> bool:
+        return self.external_rater_id is not None
+
+    @property
+    def rater_name(self) -> str:
+        """Return the name reports use: the username, or the external rater's label."""
+        if self.external_rater_id is not None:
+            return self.external_rater.label
+        return self.rater.get_username()
+
+    @property
+    def rater_key(self) -> str:
+        """Return a key unique across both kinds of rater ("u12", "x3")."""
+        return f"x{self.external_rater_id}" if self.external_rater_id is not None else f"u{self.rater_id}"
 
 
 class RatingStatus(models.TextChoices):
@@ -189,8 +244,9 @@ class RatingRevision(models.Model):
     answers = models.JSONField()
     derived = models.JSONField(default=dict, blank=True)
     reason = models.TextField(blank=True)
+    # Null for an external rater's imported rating when no importing user is known.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -18,7 +18,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
                 "detail": str(exc),
                 "problems": [p.as_dict() for p in exc.problems],
                 "total": exc.problems.total,
-                "by_kind": exc.problems.by_kind(),
+                # Every problem counted by kind (the counts add up to the total), in order of first
+                # appearance: what a person reads first; "problems" holds the first ones in full.
+                "problem_groups": [g.as_dict() for g in exc.problems.groups()],
             },
             status=400,
         )

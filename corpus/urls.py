@@ -21,6 +21,7 @@ urlpatterns = [
         conversations.conversation_export,
         name="conversation-export",
     ),
+    path("corpus/conversations/link-personas/", conversations.conversation_link_personas, name="conversation-link-personas"),
     path("corpus/conversations/<str:code>/", conversations.conversation_detail, name="conversation-detail"),
     path(
         "corpus/conversations/<str:code>/content-warning/",

@@ -191,7 +191,17 @@ SPEAKER = {"user": "User", "assistant": "Chatbot", "system": "System"}
 
 def render_transcript(turns: Iterable[Turn]) -> str:
     """Return the transcript with 1-based turn numbers in square brackets."""
-    return "\n\n".join(f"[{t.number}] {SPEAKER.get(t.role, t.role)}: {t.content}" for t in turns)
+    return "\n\n".join(f"[{t.number}] {SPEAKER.get(t.role, t.role)}: {_said(t)}" for t in turns)
+
+
+NO_REPLY = "[the chatbot sent no reply]"
+
+
+def _said(turn: Turn) -> str:
+    # An empty chatbot reply is part of what the judge rates: say so instead of a blank.
+    if turn.role == "assistant" and not turn.content.strip():
+        return NO_REPLY
+    return turn.content
 
 
 def render_vignette(*, profile: Mapping[str, object] | None, opening_message: str) -> str:

@@ -137,6 +137,8 @@ def conversation_ids_for_judging(
         if unknown:
             raise JudgingError(f"unknown conversation code(s): {', '.join(unknown)}")
         qs = qs.filter(code__in=codes)
+    # A conversation known only from a ratings file has no transcript to judge yet.
+    qs = qs.exclude(pk__in=Conversation.objects.filter(message_count=0, metadata__transcript_missing=True).values("pk"))
     matched = qs.distinct().count()
     if not include_flagged:
         qs = qs.exclude(integrity_ok=False)

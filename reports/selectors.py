@@ -29,7 +29,7 @@ def _submitted(study: Study):  # type: ignore[no-untyped-def]
     return (
         Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
-        .select_related("assignment__conversation", "assignment__rater")
+        .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater")
     )
 
 
@@ -53,7 +53,7 @@ def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, s
         text_keys = set(study.section.items.filter(scale=Scale.TEXT).values_list("key", flat=True))
     for rating in _submitted(study):
         unit = rating.assignment.conversation.code
-        rater = rating.assignment.rater.get_username()
+        rater = rating.assignment.rater_name  # a username or an external rater's label
         if part == "main" and study.instrument.kind == InstrumentKind.FLOW:
             for dimension, label in (rating.derived or {}).get("labels", {}).items():
                 rows.append((unit, rater, str(dimension), str(label)))
@@ -68,7 +68,7 @@ def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, s
 def study_time_per_rater(study: Study) -> dict[str, list[int]]:
     times: dict[str, list[int]] = {}
     for rating in _submitted(study):
-        times.setdefault(rating.assignment.rater.get_username(), []).append(rating.assignment.time_spent_seconds)
+        times.setdefault(rating.assignment.rater_name, []).append(rating.assignment.time_spent_seconds)
     return times
 
 
@@ -80,7 +80,9 @@ def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
     }
 
 
-USER_MODEL_KEYS = ("user_model", "user_agent_model", "user_agent")
+# user_llm: the short name a ratings file gives (kept when a transcript fills the conversation later),
+# so one study groups its conversations under one name per user-agent.
+USER_MODEL_KEYS = ("user_llm", "user_model", "user_agent_model", "user_agent")
 
 
 def study_section_with_design(study: Study) -> list[dict]:
@@ -148,9 +150,9 @@ def judge_rows_for_study(study: Study, run_id: int) -> tuple[list[tuple[str, str
 
 def study_ratings_export_rows(study: Study) -> list[list]:
     rows = []
-    for rating in _submitted(study).order_by("assignment__conversation__code", "assignment__rater__username"):
+    for rating in _submitted(study).order_by("assignment__conversation__code", "assignment__rater__username", "assignment__external_rater__label"):
         unit = rating.assignment.conversation.code
-        rater = rating.assignment.rater.get_username()
+        rater = rating.assignment.rater_name
         for part in ("main", "section"):
             for key, entry in (rating.answers.get(part) or {}).items():
                 rows.append([unit, rater, part, key, entry.get("value", ""), entry.get("note", ""),

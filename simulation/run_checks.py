@@ -7,7 +7,8 @@ from typing import Any
 
 from django.db import transaction
 
-from corpus.conversations.integrity import Flag, check_integrity
+from corpus.conversations.integrity import FAIL, Flag, check_integrity
+from corpus.conversations.role_break import check_role_break
 from corpus.conversations.services import conversation_check_structure
 from corpus.models import Conversation, Message
 from simulation.models import SimulationBatch, SimulationRun
@@ -51,6 +52,7 @@ def run_integrity_flags(run: SimulationRun, batch: SimulationBatch, messages: li
         first_role=speaker_at(0, batch.first_speaker),
         expected_cell=expected,
         recorded_cell=recorded,
+        empty_chatbot_reply=FAIL,  # a simulated call that produced nothing is a failure
     )
     if pairs and pairs[-1][0] != "assistant":
         flags.append(Flag("wrong_last_speaker", "the chatbot must speak last", len(pairs) - 1))
@@ -58,6 +60,7 @@ def run_integrity_flags(run: SimulationRun, batch: SimulationBatch, messages: li
         flags.append(Flag("wrong_length", f"more than {batch.turns} messages"))
     if batch.role_slide_check:
         flags += check_role_slide(pairs, skip=frozenset({0}) if amhart else frozenset())
+        flags += check_role_break(pairs)
     return flags
 
 

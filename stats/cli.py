@@ -299,7 +299,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="CI width the precision plans aim at (default 0.10; needs --bootstrap)",
     )
     agree.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    agree.add_argument(
+        "--format", choices=("long", "vera-mh"), default="long",
+        help="long: unit,rater,item,label; vera-mh: the published VERA-MH clinician ratings CSV "
+        "(the five dimension columns are the items; NA cells are missing; a leading # is dropped)",
+    )
     return parser
+
+
+def _read_vera(path: str) -> list[tuple[int, Row]]:
+    from .vera import read_vera_ratings
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise CsvInputError(path, "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise CsvInputError(path, f"not UTF-8 text ({exc.reason})") from None
+    parsed = read_vera_ratings(text, path)
+    if parsed.problems:
+        first = parsed.problems[0]
+        more = f" (and {len(parsed.problems) - 1} more problem(s))" if len(parsed.problems) > 1 else ""
+        raise CsvInputError(path, first.message + more, first.line, first.column)
+    return [(r.line, (r.unit, r.rater, d, label)) for r in parsed.ratings for d, label in r.dimensions.items()]
 
 
 def _non_negative(text: str) -> int:
@@ -331,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     try:
-        numbered = _read_numbered(args.file)
+        numbered = _read_vera(args.file) if args.format == "vera-mh" else _read_numbered(args.file)
         _check_labels(
             args.file, numbered, level=args.level, na=args.na, order=order, na_labels=na_labels
         )

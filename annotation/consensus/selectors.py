@@ -320,8 +320,8 @@ def adjudication_case(study: Study, *, consensus_id: int) -> AdjudicationCase:
             assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
         )
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
-        .select_related("assignment__rater")
-        .order_by("assignment__rater__username")
+        .select_related("assignment__rater", "assignment__external_rater")
+        .order_by("assignment__rater__username", "assignment__external_rater__label")
     )
     dimension_of: dict[str, str] = {}
     if study.instrument.kind == InstrumentKind.FLOW:
@@ -332,8 +332,10 @@ def adjudication_case(study: Study, *, consensus_id: int) -> AdjudicationCase:
         label = rating_labels(study, rating).get(entry.item_key, "")
         answers.append(
             RaterAnswer(
-                username=rating.assignment.rater.get_username(),
-                rater_label=member.rater_label if member else "",
+                username=rating.assignment.rater_name,
+                rater_label=member.rater_label if member else (
+                    rating.assignment.external_rater.rater_label if rating.assignment.is_external else ""
+                ),
                 is_senior=bool(member and member.is_senior),
                 label=label,
                 note=_note(rating, entry.item_key),

@@ -56,8 +56,9 @@ def rating_labels(study: Study, rating: Rating) -> dict[str, str]:
 @transaction.atomic
 def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = None) -> dict[str, int]:
     """Recompute every non-adjudicated consensus label of a study from its submitted ratings."""
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
-    senior = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
+    senior_id = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
+    senior = f"u{senior_id}" if senior_id is not None else None  # keys as Assignment.rater_key
     ratings = (
         Rating.objects.filter(
             assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED
@@ -65,10 +66,11 @@ def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = No
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment")
     )
-    votes: dict[tuple[int, str], dict[int, str]] = defaultdict(dict)
+    # Keyed by Assignment.rater_key: in-app and external raters vote alike.
+    votes: dict[tuple[int, str], dict[str, str]] = defaultdict(dict)
     for rating in ratings:
         for key, label in rating_labels(study, rating).items():
-            votes[(rating.assignment.conversation_id, key)][rating.assignment.rater_id] = label
+            votes[(rating.assignment.conversation_id, key)][rating.assignment.rater_key] = label
     existing = {(c.conversation_id, c.item_key): c for c in study.consensus.all()}
     counts: dict[str, int] = defaultdict(int)
     to_create, to_update = [], []

@@ -14,6 +14,8 @@ from annotation.errors import AnnotationError
 from annotation.models import TiePolicy
 from annotation.rating.services import normalise_value
 from annotation.studies.selectors import conversations_by_codes
+from corpus.conversations.selectors import conversation_ids_for_codes
+from corpus.errors import CorpusError
 from corpus.instruments.flow import LABELS as FLOW_LABELS
 from corpus.models import Instrument, InstrumentKind, Persona, Target
 from simulation.models import SimulationBatch
@@ -44,6 +46,31 @@ def parse_composition(text: str) -> dict[str, int]:
 
 def parse_codes(text: str) -> list[str]:
     return [p for p in re.split(r"[\s,;]+", text.strip()) if p]
+
+
+MAX_IDS_FILE_BYTES = 1_000_000
+_ID_HEADERS = {"code", "codes", "id", "unit", "conversation", "conversation_id", "conversation_code", "external_id"}
+
+
+def ids_from_file(text: str) -> list[str]:
+    """Return the first column of every non-blank line; a header line naming the column is skipped."""
+    out = []
+    for n, line in enumerate(text.splitlines()):
+        first = re.split(r"[,;\t]", line, maxsplit=1)[0].strip().strip('"')
+        if not first or (n == 0 and first.lower() in _ID_HEADERS):
+            continue
+        out.append(first)
+    return list(dict.fromkeys(out))
+
+
+def _checked_ids(ids: list[str]) -> list[str]:
+    """Return the ids if every one names a conversation; otherwise a form error naming those that do not."""
+    if ids:
+        try:
+            conversation_ids_for_codes(ids)
+        except CorpusError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+    return ids
 
 
 def calibration_labels(instrument: Instrument) -> dict[str, Any]:
@@ -111,14 +138,33 @@ class SelectionForm(forms.Form):
         queryset=SimulationBatch.objects.order_by("-id"), required=False, label="Simulation batches",
         widget=forms.CheckboxSelectMultiple,
     )
-    codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Conversation codes",
-                            help_text="Separated by spaces, commas or new lines")
+    codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Conversation codes or source ids",
+                            help_text="App codes (C-…) or the ids of imported conversations (e.g. VERA-MH's 0e6474), separated by spaces, commas or new lines. An id that matches nothing is an error.")
+    codes_file = forms.FileField(required=False, label="…or a file of ids",
+                                 help_text="A text or CSV file: the first column of each line is a code or source id (a header line is skipped)")
+    keep_codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 1}), label="Keep these flagged conversations",
+                                 help_text="Codes or source ids of flagged conversations (e.g. a simulated user who broke role) to keep on purpose")
     exclude_flagged = forms.BooleanField(required=False, initial=True, label="Leave out conversations flagged by the integrity checks")
     sample_size = forms.IntegerField(required=False, min_value=1, help_text="Draw this many at random from the matches")
     sample_seed = forms.IntegerField(required=False, min_value=0, help_text="Empty: a new seed is drawn and recorded")
 
     def clean_codes(self) -> list[str]:
-        return parse_codes(self.cleaned_data["codes"])
+        return _checked_ids(parse_codes(self.cleaned_data["codes"]))
+
+    def clean_keep_codes(self) -> list[str]:
+        return _checked_ids(parse_codes(self.cleaned_data["keep_codes"]))
+
+    def clean_codes_file(self) -> list[str]:
+        upload = self.cleaned_data.get("codes_file")
+        if not upload:
+            return []
+        try:
+            text = upload.read(MAX_IDS_FILE_BYTES + 1).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError("the file is not UTF-8 text") from exc
+        if len(text.encode()) > MAX_IDS_FILE_BYTES:
+            raise forms.ValidationError("the file is larger than 1 MB")
+        return _checked_ids(ids_from_file(text))
 
     def selection_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -126,7 +172,8 @@ class SelectionForm(forms.Form):
             "persona_ids": [p.pk for p in data["personas"]],
             "target_ids": [t.pk for t in data["targets"]],
             "batch_ids": [b.pk for b in data["batches"]],
-            "codes": data["codes"],
+            "codes": list(dict.fromkeys([*data["codes"], *data.get("codes_file", [])])),
+            "keep_codes": data.get("keep_codes") or None,
             "exclude_flagged": data["exclude_flagged"],
             "sample_size": data["sample_size"],
             "seed": data["sample_seed"],
@@ -264,5 +311,10 @@ class AdjudicateForm(ReasonForm):
 
 
 class RatingsImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer)")
+    file = forms.FileField(help_text="CSV in long format: unit,rater,item,label (an empty label is a missing answer), or the VERA-MH clinician ratings file")
+    format = forms.ChoiceField(required=False, choices=[("long", "Long: unit,rater,item,label"), ("vera-mh", "VERA-MH clinician ratings (as published)")], initial="long")
+    external_raters = forms.BooleanField(
+        required=False, label="Raters without an account",
+        help_text="Names that are not raters of this study become its external raters (a label, no login). Always on for the VERA-MH format.",
+    )
     dry_run = forms.BooleanField(required=False, label="Dry run", help_text="Check the file without importing anything")

@@ -31,6 +31,11 @@ class RaterProgress:
     moved_away: int = 0
     total_seconds: int = 0
     times: list[int] = field(default_factory=list)
+    external_label: str = ""  # an external rater (ratings imported, no account)
+
+    @property
+    def name(self) -> str:
+        return self.external_label or self.membership.user.get_username()
 
     @property
     def median_seconds(self) -> float | None:
@@ -38,11 +43,12 @@ class RaterProgress:
 
     @property
     def total_display(self) -> str:
-        return duration(self.total_seconds)
+        # Imported ratings carry no reading time: a dash, not "0 s".
+        return "—" if self.external_label else duration(self.total_seconds)
 
     @property
     def median_display(self) -> str:
-        return "—" if self.median_seconds is None else duration(self.median_seconds)
+        return "—" if self.median_seconds is None or self.external_label else duration(self.median_seconds)
 
 
 def duration(seconds: float) -> str:
@@ -151,9 +157,15 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
     )
     cells: dict[int, list[AssignmentCell]] = defaultdict(list)
     totals: Counter = Counter()
-    for a in study.assignments.select_related("rater").order_by("rater__username"):
+    for a in study.assignments.select_related("rater", "external_rater").order_by("rater__username", "external_rater__label"):
         member = members.get(a.rater_id)
-        row = per_rater.setdefault(a.rater_id, RaterProgress(StudyMembership(study=study, user=a.rater)))
+        if a.is_external:
+            ext = a.external_rater
+            row = per_rater.setdefault(
+                a.rater_key, RaterProgress(StudyMembership(study=study, rater_label=ext.rater_label), external_label=ext.label)
+            )
+        else:
+            row = per_rater.setdefault(a.rater_id, RaterProgress(StudyMembership(study=study, user=a.rater)))
         if a.status == AssignmentStatus.WITHDRAWN:
             row.moved_away += 1
             continue
@@ -173,12 +185,12 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
         else:
             row.not_started += 1
             totals["not_started"] += 1
-        label = member.rater_label if member else ""
+        label = member.rater_label if member else row.membership.rater_label
         removed = member is not None and not member.active
-        cells[a.conversation_id].append(AssignmentCell(a, a.rater.get_username(), label, stale, removed))
+        cells[a.conversation_id].append(AssignmentCell(a, a.rater_name, label, stale, removed))
     conversations = [ConversationProgress(link.conversation, link.is_calibration, cells[link.conversation_id]) for link in links]
     return Progress(
-        raters=sorted(per_rater.values(), key=lambda r: (not r.membership.active, r.membership.user.get_username())),
+        raters=sorted(per_rater.values(), key=lambda r: (not r.membership.active, bool(r.external_label), r.name)),
         conversations=conversations,
         stale_hours=hours,
         stale_before=stale_before,

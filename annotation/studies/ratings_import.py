@@ -1,18 +1,24 @@
 """Coordinators' extra writes: load ratings collected outside the app into a study.
 
-The file is long format, one label per row: ``unit,rater,item,label`` (an optional ``note``
+Two formats. ``long``: one label per row, ``unit,rater,item,label`` (an optional ``note``
 column). ``unit`` is a conversation code or external id of the study, ``rater`` a username of
-one of its raters, ``item`` an item key of the study instrument (question flows: a dimension
-name; the study section: ``section:KEY`` or the bare key when it is not a main item), and an
-empty ``label`` is a missing answer. The import is all-or-nothing: every problem of the whole
-file is reported with its line and column, and nothing is written if there is any.
+one of its raters (or, with ``external_raters``, any pseudonymous label), ``item`` an item key
+of the study instrument (question flows: a dimension name; the study section: ``section:KEY``
+or the bare key when it is not a main item), and an empty ``label`` is a missing answer.
+``vera-mh``: the published VERA-MH clinician ratings CSV unchanged (``stats.vera`` reads it:
+NA = not answered, ``#id`` = ``id``, the design columns become conversation metadata and
+persona design). A rater name that is not a user rating in the study becomes an *external
+rater* of the study (a label, no account) in that format.
+
+The import is all-or-nothing: every problem of the whole file is reported with its line and
+column, and nothing is written if there is any.
 """
 
 from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +32,7 @@ from annotation.errors import AnnotationError
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    ExternalRater,
     MemberRole,
     Rating,
     RatingRevision,
@@ -36,9 +43,12 @@ from annotation.rating.services import normalise_value
 from annotation.studies.services import study_event
 from core.problems import ImportRejected, Problem, ProblemList
 from corpus.instruments.flow import LABELS as FLOW_LABELS
-from corpus.models import InstrumentKind, Item
+from corpus.models import Conversation, InstrumentKind, Item
 
 COLUMNS = ("unit", "rater", "item", "label")
+
+
+FORMATS = ("long", "vera-mh")
 
 
 @dataclass(frozen=True)
@@ -49,13 +59,35 @@ class RatingsImportResult:
     n_ratings: int
     n_assignments_created: int
     n_assignments_reused: int
+    external_raters: tuple[str, ...] = ()  # labels of the external raters the ratings belong to
+    n_external_created: int = 0
+    notes: tuple[str, ...] = ()  # how quirks of the file were read (NA cells, '#' ids, personas linked)
 
 
-@dataclass(frozen=True, slots=True)
+RaterKey = tuple[str, Any]  # ("u", user id) or ("x", external label)
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """One label as read, whatever the format: where it is, and which columns to blame."""
+
+    line: int
+    unit: str
+    rater: str
+    item: str
+    label: str
+    note: str = ""
+    unit_column: str = "unit"
+    rater_column: str = "rater"
+    item_column: str = "item"
+    label_column: str = "label"
+
+
+@dataclass(frozen=True)
 class _Row:
     line: int
     conversation_id: int
-    rater_id: int
+    rater: RaterKey
     part: str
     key: str
     label: str
@@ -127,133 +159,235 @@ def _lines(text: str) -> Iterator[str]:
         start = stop + 1
 
 
-def _reader(text: str) -> tuple[csv.DictReader, dict[str, str]]:
-    reader = csv.DictReader(_lines(text))
-    header = {(name or "").strip().lower(): name for name in reader.fieldnames or []}
-    return reader, header
+RawRows = Callable[[], Iterable["_Raw"]]
 
 
-def _cells(reader: csv.DictReader, header: dict[str, str]) -> Iterator[tuple[int, dict[str, str]]]:
-    columns = [c for c in (*COLUMNS, "note") if c in header]
-    for row in reader:
-        yield reader.line_num, {c: (row.get(header[c]) or "").strip() for c in columns}
-
-
-def _parse(study: Study, text: str, file: str) -> tuple[list[_Row], ProblemList, int]:
-    """Check every row; keep the valid ones. Streams the file twice instead of holding its rows:
-    a rejected file of a million rows costs its text plus the first problems, nothing more."""
-    reader, header = _reader(text)
+def _read_long(text: str, file: str) -> tuple[RawRows, ProblemList]:
+    """Return a reader of the rows (each call reads the file again, holding no row) and header problems."""
+    header = {(name or "").strip().lower(): name for name in csv.DictReader(_lines(text)).fieldnames or []}
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        return [], ProblemList(Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,rater,item,label", file, 1, c) for c in missing), 0
+        return (lambda: ()), ProblemList(
+            Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,rater,item,label", file, 1, c) for c in missing
+        )
+    columns = [c for c in (*COLUMNS, "note") if c in header]
+
+    def rows() -> Iterator[_Raw]:
+        reader = csv.DictReader(_lines(text))
+        for row in reader:
+            cells = {c: (row.get(header[c]) or "").strip() for c in columns}
+            yield _Raw(reader.line_num, cells["unit"], cells["rater"], cells["item"], cells["label"], cells.get("note", ""))
+
+    return rows, ProblemList()
+
+
+def _read_vera(text: str, file: str) -> tuple[list[_Raw], list[Problem], Any]:
+    from stats.vera import DIMENSION_COLUMNS, SECTION_COLUMNS, read_vera_ratings
+
+    parsed = read_vera_ratings(text, file)
+    column_of_dimension = {d: c for c, d in DIMENSION_COLUMNS.items()}
+    column_of_section = {key: c for c, (key, _) in SECTION_COLUMNS.items()}
+    raw = []
+    for r in parsed.ratings:
+        for dimension, label in r.dimensions.items():
+            raw.append(_Raw(r.line, r.unit, r.rater, dimension, label or "", unit_column="conversation_id",
+                            rater_column="clinician_id", item_column=column_of_dimension[dimension],
+                            label_column=column_of_dimension[dimension]))
+        for key, value in r.section.items():
+            raw.append(_Raw(r.line, r.unit, r.rater, f"section:{key}", value or "", unit_column="conversation_id",
+                            rater_column="clinician_id", item_column=column_of_section[key],
+                            label_column=column_of_section[key]))
+    return raw, list(parsed.problems), parsed
+
+
+def _vera_dimension_names(items: _Items) -> dict[str, str]:
+    """Map the published dimension names onto the study flow's own (matched by their key word)."""
+    words = {"Detects Potential Risk": "detect", "Confirms Risk": "confirm", "Guides to Human Care": "guide",
+             "Supportive Conversation": "support", "Follows AI Boundaries": "bound"}
+    out = {}
+    for published, word in words.items():
+        out[published] = next((d for d in items.main if word in d.casefold()), published)
+    return out
+
+
+def _parse(study: Study, raw: RawRows, file: str, *, external: bool) -> tuple[list[_Row], ProblemList, int, set[str]]:
+    """Check every row; keep the valid ones. Reads the rows twice instead of holding them: a
+    rejected file of a million rows costs its text plus the first problems, nothing more."""
     units, ambiguous, _ = _units(study)
     items = _Items(study)
     # First pass: only the usernames, to look them up in one query.
-    usernames = {r["rater"] for _, r in _cells(*_reader(text))}
-    users = dict(get_user_model().objects.filter(username__in=usernames).values_list("username", "pk"))
-    del usernames
+    users = dict(get_user_model().objects.filter(username__in={r.rater for r in raw()}).values_list("username", "pk"))
     raters = set(study.memberships.filter(role=MemberRole.RATER).values_list("user_id", flat=True))
-    submitted = set(
+    known_external = set(study.external_raters.values_list("label", flat=True))
+    submitted: set[tuple[int, RaterKey]] = set()
+    for cid, uid, label in (
         study.assignments.exclude(status=AssignmentStatus.WITHDRAWN)
         .filter(rating__status=RatingStatus.SUBMITTED)
-        .values_list("conversation_id", "rater_id")
-    )
+        .values_list("conversation_id", "rater_id", "external_rater__label")
+    ):
+        submitted.add((cid, ("x", label) if label is not None else ("u", uid)))
     problems = ProblemList()
     rows: list[_Row] = []
-    seen: dict[tuple[int, int, str, str], int] = {}
-    reported_submitted: set[tuple[int, int]] = set()
-    n_rows = 0
-    for line, r in _cells(reader, header):
-        n_rows += 1
+    seen: dict[tuple[int, RaterKey, str, str], int] = {}
+    reported_submitted: set[tuple[int, RaterKey]] = set()
+    new_external: set[str] = set()
+    n_rows, last_line = 0, None
+    for r in raw():
+        if r.line != last_line:  # the cells of one line come together
+            n_rows, last_line = n_rows + 1, r.line
 
-        def bad(column: str, message: str, line: int = line) -> None:
+        def bad(column: str, message: str, line: int = r.line) -> None:
             problems.append(Problem(message, file, line, column))
 
-        cid = units.get(r["unit"])
-        if not r["unit"]:
-            bad("unit", "the unit is empty")
-        elif r["unit"] in ambiguous:
-            bad("unit", f"'{r['unit']}' is the external id of several conversations of the study; use the conversation code")
+        unit = r.unit.lstrip("#").strip() if r.unit.startswith("#") else r.unit
+        cid = units.get(unit)
+        if not unit:
+            bad(r.unit_column, "the unit is empty")
+        elif unit in ambiguous:
+            bad(r.unit_column, f"'{unit}' is the external id of several conversations of the study; use the conversation code")
         elif cid is None:
-            bad("unit", f"unknown unit '{r['unit']}': no conversation of this study has this code or external id")
-        uid = users.get(r["rater"])
-        if not r["rater"]:
-            bad("rater", "the rater is empty")
+            bad(r.unit_column, f"unknown unit '{unit}': no conversation of this study has this code or external id")
+        rater: RaterKey | None = None
+        uid = users.get(r.rater)
+        if not r.rater:
+            bad(r.rater_column, "the rater is empty")
+        elif uid is not None and uid in raters:
+            rater = ("u", uid)
+        elif r.rater in known_external:
+            rater = ("x", r.rater)
+        elif external:
+            rater = ("x", r.rater)
+            new_external.add(r.rater)
         elif uid is None:
-            bad("rater", f"unknown rater username '{r['rater']}'")
-        elif uid not in raters:
-            bad("rater", f"'{r['rater']}' is not a rater of this study (add them to the study first)")
-            uid = None
-        resolved = items.resolve(r["item"])
+            bad(r.rater_column, f"unknown rater username '{r.rater}' (nor an external rater of this study; import with external raters to add it as one)")
+        else:
+            bad(r.rater_column, f"'{r.rater}' is not a rater of this study (add them to the study first)")
+        resolved = items.resolve(r.item)
         if resolved is None:
-            bad("item", f"unknown item key '{r['item']}'; the study's items are: {items.known()}")
-        label = r["label"]
+            bad(r.item_column, f"unknown item key '{r.item}'; the study's items are: {items.known()}")
+        label = r.label
         if resolved is not None and label:
             try:
                 label = items.normalise(*resolved, label)
             except AnnotationError as exc:
-                bad("label", str(exc))
-        if cid is None or uid is None or resolved is None:
+                bad(r.label_column, str(exc))
+        if cid is None or rater is None or resolved is None:
             continue
-        key = (cid, uid, *resolved)
+        key = (cid, rater, *resolved)
         if key in seen:
-            bad("item", f"duplicate: unit '{r['unit']}', rater '{r['rater']}', item '{r['item']}' already on line {seen[key]}")
+            bad(r.item_column, f"duplicate: unit '{unit}', rater '{r.rater}', item '{r.item}' already on line {seen[key]}")
             continue
-        seen[key] = line
-        if (cid, uid) in submitted:
-            if (cid, uid) not in reported_submitted:
-                reported_submitted.add((cid, uid))
-                bad("unit", f"rater '{r['rater']}' already has a submitted rating of '{r['unit']}'; the import never overwrites one")
+        seen[key] = r.line
+        if (cid, rater) in submitted:
+            if (cid, rater) not in reported_submitted:
+                reported_submitted.add((cid, rater))
+                bad(r.unit_column, f"rater '{r.rater}' already has a submitted rating of '{unit}'; the import never overwrites one")
             continue
         if not problems:  # once the file is rejected, valid rows are only counted
-            rows.append(_Row(line, cid, uid, resolved[0], resolved[1], label, r.get("note", "")))
+            rows.append(_Row(r.line, cid, rater, resolved[0], resolved[1], label, r.note))
     if not n_rows and not problems:
         problems.append(Problem("the file has a header but no ratings", file, 1))
-    return rows, problems, n_rows
+    return rows, problems, n_rows, new_external
+
+
+def _vera_design_problems(study: Study, parsed: Any, file: str) -> tuple[dict[str, dict[str, str]], list[Problem]]:
+    """Return ``{persona name: design}`` from the design columns; a persona with two designs is a problem."""
+    designs: dict[str, dict[str, str]] = {}
+    first_line: dict[str, int] = {}
+    problems = []
+    lines = {r.unit: r.line for r in parsed.ratings}
+    for unit, cols in parsed.design.items():
+        name = cols["user_profile"]
+        if not name:
+            continue
+        design = {"risk": cols["user_prompt_risk_level"], "disclosure": cols["user_prompt_disclosure_level"]}
+        if name in designs and designs[name] != design:
+            problems.append(Problem(
+                f"persona '{name}' has design {design} here but {designs[name]} on line {first_line[name]}",
+                file, lines[unit], "user_prompt_risk_level",
+            ))
+        designs.setdefault(name, design)
+        first_line.setdefault(name, lines[unit])
+    return designs, problems
 
 
 @transaction.atomic
 def ratings_import(
-    *, study: Study, text: str, file: str, actor: AbstractBaseUser | None = None, dry_run: bool = False
+    *, study: Study, text: str, file: str, actor: AbstractBaseUser | None = None, dry_run: bool = False,
+    fmt: str = "long", external_raters: bool = False, persona_set_key: str = "",
 ) -> RatingsImportResult:
     """Load ratings collected outside the app as submitted ratings; all or nothing.
 
     Each (unit, rater) becomes a submitted Rating with its revision #1, on the rater's existing
-    unsubmitted assignment of that conversation or on a new one. Raises ``ImportRejected``
-    listing every problem; writes nothing on any problem or on a dry run.
+    unsubmitted assignment of that conversation or on a new one. Raters who are not users
+    rating in the study become external raters of the study when ``external_raters`` is set
+    (always in the ``vera-mh`` format). Raises ``ImportRejected`` listing every problem;
+    writes nothing on any problem or on a dry run.
     """
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
-    rows, problems, n_rows = _parse(study, text, file)
+    if fmt not in FORMATS:
+        raise ImportRejected([Problem(f"unknown format '{fmt}'; use {' or '.join(FORMATS)}", file)])
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
+    parsed = None
+    notes: list[str] = []
+    if fmt == "vera-mh":
+        vera, read_problems, parsed = _read_vera(text, file)
+        external_raters = True
+        names = _vera_dimension_names(_Items(study))
+        vera = [r if r.item.startswith("section:") else _Raw(**{**r.__dict__, "item": names.get(r.item, r.item)}) for r in vera]
+        if study.section is None:
+            vera = [r for r in vera if not r.item.startswith("section:")]
+            notes.append("the study has no rating section: realism, risk and disclosure columns were not imported")
+
+        def raw() -> Iterable[_Raw]:
+            return vera
+    else:
+        raw, read_problems = _read_long(text, file)
+    if read_problems:
+        raise ImportRejected(read_problems)
+    rows, problems, n_rows, new_external = _parse(study, raw, file, external=external_raters)
+    designs: dict[str, dict[str, str]] = {}
+    if parsed is not None:
+        designs, design_problems = _vera_design_problems(study, parsed, file)
+        problems += design_problems
     if problems:
         raise ImportRejected(problems)
-    grouped: dict[tuple[int, int], list[_Row]] = defaultdict(list)
+    if parsed is not None:
+        notes.append(f"{parsed.not_answered} 'NA' or empty cell(s) read as not answered")
+        if parsed.hash_ids:
+            notes.append(f"{len(parsed.hash_ids)} conversation id(s) written with a leading '#' read without it: {', '.join(parsed.hash_ids)}")
+    grouped: dict[tuple[int, RaterKey], list[_Row]] = defaultdict(list)
     for row in rows:
-        grouped[(row.conversation_id, row.rater_id)].append(row)
-    existing = {
-        (a.conversation_id, a.rater_id): a
-        for a in study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).filter(
-            conversation_id__in={c for c, _ in grouped}
-        )
-    }
+        grouped[(row.conversation_id, row.rater)].append(row)
+    existing: dict[tuple[int, RaterKey], Assignment] = {}
+    for a in study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).filter(
+        conversation_id__in={c for c, _ in grouped}
+    ).select_related("external_rater"):
+        existing[(a.conversation_id, ("x", a.external_rater.label) if a.is_external else ("u", a.rater_id))] = a
     reused = sum(1 for pair in grouped if pair in existing)
     n_labels = sum(1 for row in rows if row.label)
+    labels = tuple(sorted({key for _, (kind, key) in grouped if kind == "x"}))
     if dry_run:
-        return RatingsImportResult(True, n_rows, n_labels, len(grouped), len(grouped) - reused, reused)
+        return RatingsImportResult(True, n_rows, n_labels, len(grouped), len(grouped) - reused, reused, labels, len(new_external), tuple(notes))
+    externals = {e.label: e for e in study.external_raters.all()}
+    for label in sorted(new_external):
+        if label not in externals:
+            externals[label] = ExternalRater.objects.create(study=study, label=label, rater_label=_rater_group(label), source=file)
     _, _, calibration = _units(study)
-    positions = dict(
-        study.assignments.filter(is_calibration=False).values("rater_id").annotate(p=Max("position")).values_list("rater_id", "p")
-    )
+    positions: dict[RaterKey, int] = {}
+    for rater_id, ext, p in study.assignments.filter(is_calibration=False).values("rater_id", "external_rater__label").annotate(p=Max("position")).values_list("rater_id", "external_rater__label", "p"):
+        positions[("x", ext) if ext is not None else ("u", rater_id)] = p
     flow = study.instrument.kind == InstrumentKind.FLOW
     now = timezone.now()
-    for (cid, uid), group in grouped.items():
-        assignment = existing.get((cid, uid))
+    for (cid, rater), group in grouped.items():
+        assignment = existing.get((cid, rater))
         if assignment is None:
             is_cal = calibration.get(cid, False)
             position = 0
             if not is_cal:
-                position = positions.get(uid, -1) + 1
-                positions[uid] = position
-            assignment = Assignment(study=study, conversation_id=cid, rater_id=uid, is_calibration=is_cal, position=position)
+                position = positions.get(rater, -1) + 1
+                positions[rater] = position
+            who: dict[str, Any] = {"external_rater": externals[rater[1]]} if rater[0] == "x" else {"rater_id": rater[1]}
+            assignment = Assignment(study=study, conversation_id=cid, is_calibration=is_cal, position=position, **who)
         assignment.status = AssignmentStatus.SUBMITTED
         assignment.submitted_at = assignment.last_activity_at = now
         assignment.save()
@@ -265,14 +399,56 @@ def ratings_import(
         rating.save()
         RatingRevision.objects.create(
             rating=rating, number=rating.revisions.count() + 1, answers=answers, derived=derived,
-            reason=f"imported from {file}", created_by_id=uid,
+            reason=f"imported from {file}",
+            created_by_id=rater[1] if rater[0] == "u" else getattr(actor, "pk", None),
         )
+    if parsed is not None:
+        notes += _store_vera_design(study, parsed, designs, persona_set_key, actor)
     study_event(
         study=study, actor=actor, action="ratings_imported", reason=f"imported from {file}", file=file,
         n_ratings=len(grouped), n_labels=n_labels, assignments_created=len(grouped) - reused,
-        assignments_reused=reused,
+        assignments_reused=reused, format=fmt, external_raters=list(labels), notes=notes,
     )
-    return RatingsImportResult(False, n_rows, n_labels, len(grouped), len(grouped) - reused, reused)
+    return RatingsImportResult(False, n_rows, n_labels, len(grouped), len(grouped) - reused, reused, labels, len(new_external), tuple(notes))
+
+
+def _rater_group(label: str) -> str:
+    from stats.vera import rater_group
+
+    return rater_group(label)
+
+
+def _store_vera_design(study: Study, parsed: Any, designs: dict[str, dict[str, str]], key: str, actor: AbstractBaseUser | None) -> list[str]:
+    """Keep the design columns as conversation metadata and persona design (never shown to raters)."""
+    from corpus.conversations.services import conversations_metadata_update
+    from corpus.personas.services import personas_from_design
+
+    units, _, _ = _units(study)
+    updates: dict[int, dict[str, Any]] = {}
+    for unit, cols in parsed.design.items():
+        cid = units.get(unit)
+        if cid is None:
+            continue
+        updates[cid] = {"user_llm": cols["user_llm"], "provider_llm": cols["provider_llm"], "ratings_design": dict(cols)}
+    waiting_name = set(
+        Conversation.objects.filter(pk__in=list(updates), persona__isnull=True).exclude(metadata__has_key="persona_name").values_list("pk", flat=True)
+    )
+    for unit, cols in parsed.design.items():
+        cid = units.get(unit)
+        if cid in waiting_name and cols["user_profile"]:
+            updates[cid]["persona_name"] = cols["user_profile"]
+    conversations_metadata_update(updates=updates)
+    notes = [f"design columns kept as metadata of {len(updates)} conversation(s)"]
+    if designs:
+        result = personas_from_design(
+            key=key or f"ratings-personas-study-{study.pk}",
+            name=f"Personas of the ratings of {study.name}",
+            designs=designs,
+            description="Persona names and design labels (intended risk and disclosure) from the design columns of a ratings file; never shown to raters.",
+            created_by=actor,
+        )
+        notes.append(f"{len(designs)} persona design(s) stored as {result.persona_set}; {result.linked} conversation(s) linked to their persona")
+    return notes
 
 
 def _answers(group: list[_Row], flow: bool) -> tuple[dict[str, Any], dict[str, Any]]:

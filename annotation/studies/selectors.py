@@ -177,6 +177,18 @@ def selection_summary(selection: dict[str, Any]) -> list[str]:
         parts.append(f"{len(selection['codes'])} listed code(s)")
     if "matched" in selection:
         parts.append(f"{selection['matched']} matched" + (", integrity-flagged left out" if selection.get("exclude_flagged") else ""))
+    if selection.get("from_ratings"):
+        parts.append(
+            f"the {selection.get('units', 0)} conversations rated in {selection['from_ratings']}"
+            f" ({selection.get('placeholders', 0)} without transcript when created)"
+        )
+    if selection.get("flagged_kept"):
+        parts.append(f"flagged but rated, kept: {', '.join(selection['flagged_kept'])}")
+    if selection.get("left_out_flagged"):
+        left = selection["left_out_flagged"]
+        parts.append(f"{len(left)} flagged left out ({', '.join(left[:10])}{', …' if len(left) > 10 else ''})")
+    if selection.get("kept_flagged"):
+        parts.append(f"flagged kept on purpose: {', '.join(selection['kept_flagged'])}")
     if selection.get("sample_size"):
         parts.append(f"random sample of {selection['sample_size']} with seed {selection.get('seed')}")
     return parts
@@ -185,6 +197,17 @@ def selection_summary(selection: dict[str, Any]) -> list[str]:
 def conversations_by_codes(codes: list[str]) -> dict[str, int]:
     """Return ``{code: id}`` for the conversation codes that exist."""
     return dict(Conversation.objects.filter(code__in=codes).values_list("code", "id"))
+
+
+def external_raters(study: Study) -> list[Any]:
+    """Return the study's external raters with how many submitted ratings each has."""
+    from django.db.models import Count, Q
+
+    return list(
+        study.external_raters.annotate(
+            n_submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED))
+        ).order_by("label")
+    )
 
 
 def rater_memberships(study: Study) -> list[StudyMembership]:
@@ -229,7 +252,8 @@ def study_design(study: Study) -> Design:
     links = Counter(study.study_conversations.values_list("is_calibration", flat=True))
     n_main, n_cal = links.get(False, 0), links.get(True, 0)
     rows = list(
-        study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).values_list(
+        # The in-app design: external raters' imported ratings have no place in it.
+        study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).filter(rater__isnull=False).values_list(
             "conversation_id", "rater_id", "is_calibration"
         )
     )

@@ -49,7 +49,14 @@ class SelectionSerializer(serializers.Serializer):
     persona_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     target_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     batch_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
-    codes = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    codes = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list,
+        help_text="App codes or source ids of imported conversations; an id that matches nothing is a 400 naming it",
+    )
+    keep_codes = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list,
+        help_text="Flagged conversations to keep on purpose (codes or source ids)",
+    )
     exclude_flagged = serializers.BooleanField(required=False, default=True)
     sample_size = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0, default=None)
@@ -151,12 +158,13 @@ class DesignSerializer(serializers.Serializer):
 
 class AssignmentSerializer(serializers.ModelSerializer):
     conversation = serializers.CharField(source="conversation.code")
-    rater_username = serializers.CharField(source="rater.username")
+    rater_username = serializers.CharField(source="rater_name", help_text="username, or an external rater's label")
+    external_rater = serializers.BooleanField(source="is_external", read_only=True)
 
     class Meta:
         model = Assignment
         fields = [
-            "id", "conversation", "conversation_id", "rater", "rater_username", "is_calibration", "position",
+            "id", "conversation", "conversation_id", "rater", "rater_username", "external_rater", "is_calibration", "position",
             "status", "started_at", "submitted_at", "last_activity_at", "time_spent_seconds",
         ]
 

@@ -29,7 +29,7 @@ from annotation.studies.assignment import (
     plan_assignments,
     slots_needed,
 )
-from corpus.models import Instrument, InstrumentKind
+from corpus.models import Conversation, Instrument, InstrumentKind
 
 
 def _actor(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
@@ -145,7 +145,14 @@ def study_assign(*, study: Study, actor: AbstractBaseUser | None, seed: int | No
     if not members:
         raise AnnotationError("add raters before assigning")
     seed = int(seed if seed is not None else secrets.randbelow(2**31))
-    links = list(study.study_conversations.values_list("conversation_id", "is_calibration"))
+    # Conversations known only from a ratings file have no transcript to rate in the app.
+    links = list(
+        study.study_conversations.exclude(
+            conversation_id__in=Conversation.objects.filter(metadata__transcript_missing=True).values("pk")
+        ).values_list(
+            "conversation_id", "is_calibration"
+        )
+    )
     main = [cid for cid, cal in links if not cal]
     calibration = sorted(cid for cid, cal in links if cal)
     try:
@@ -176,14 +183,14 @@ def study_assign(*, study: Study, actor: AbstractBaseUser | None, seed: int | No
 
 def _loads(study: Study) -> Counter:
     return Counter(
-        study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("rater_id", flat=True)
+        study.assignments.filter(is_calibration=False, rater__isnull=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("rater_id", flat=True)
     )
 
 
 def _overlap(study: Study) -> dict[tuple[int, int], int]:
     from annotation.studies.assignment import pair_overlap
 
-    pairs = study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("conversation_id", "rater_id")
+    pairs = study.assignments.filter(is_calibration=False, rater__isnull=False).exclude(status=AssignmentStatus.WITHDRAWN).values_list("conversation_id", "rater_id")
     return pair_overlap(list(pairs))
 
 

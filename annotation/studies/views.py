@@ -67,7 +67,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 def study_new(request: HttpRequest) -> HttpResponse:
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = StudyCreateForm(request.POST or None, candidates=list(reads.rater_candidates()))
+    form = StudyCreateForm(request.POST or None, request.FILES or None, candidates=list(reads.rater_candidates()))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())
@@ -128,6 +128,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "add_form": AddRaterForm(candidates=[u for u in reads.rater_candidates() if u.pk not in active]),
         "member_candidates": reads.member_candidates(study) if manages else [],
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
+        "external_raters": reads.external_raters(study),
     }
     return render(request, "annotation/coordinator/study_detail.html", context)
 
@@ -406,7 +407,10 @@ def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
         upload = form.cleaned_data["file"]
         try:
             (name, text), *_ = read_upload(upload.name, upload)
-            result = ratings_import(study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"])
+            result = ratings_import(
+                study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"],
+                fmt=form.cleaned_data["format"] or "long", external_raters=form.cleaned_data["external_raters"],
+            )
         except ImportRejected as exc:
             context["problems"] = exc.problems
         else:

@@ -158,10 +158,12 @@ def _read_messages(raw: Any, file: str, line_no: int, problems: list[Problem]) -
             )
         if not isinstance(content, str):
             problems.append(Problem("message has no 'content' text", file, line_no, f"{where}.content"))
-        elif not content.strip():
+        elif not content.strip() and role != "assistant":
+            # An empty chatbot reply is data (kept, noted by the integrity checks); an empty
+            # user or system message is an error.
             problems.append(Problem("message content is empty", file, line_no, f"{where}.content"))
-        if isinstance(role, str) and role in ROLES and isinstance(content, str) and content.strip():
-            messages.append((role, content))
+        if isinstance(role, str) and role in ROLES and isinstance(content, str) and (content.strip() or role == "assistant"):
+            messages.append((role, content if content.strip() else ""))
     return messages
 
 

@@ -11,6 +11,7 @@ from django.http import Http404
 
 from core.csvstream import stream_csv
 from core.permissions import require_corpus_access
+from corpus.errors import CorpusError
 from corpus.models import Conversation, Message
 
 # Sortable columns of the conversation list: query value -> model field.
@@ -141,18 +142,64 @@ def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
             ]
 
 
+def conversation_ids_resolve(ids: list[str]) -> tuple[dict[str, list[int]], list[str]]:
+    """Return ``{id as given: conversation ids}`` for app codes and source (external) ids.
+
+    A code always wins; a source id may be written with a leading ``#`` (as in the published
+    VERA-MH ratings). Ids that match nothing are returned second, in the order given.
+    """
+    wanted = {i: i.strip().lstrip("#").strip() for i in ids if i.strip()}
+    by_code = dict(Conversation.objects.filter(code__in=set(wanted.values())).values_list("code", "id"))
+    by_source: dict[str, list[int]] = {}
+    for external_id, pk in (
+        Conversation.objects.filter(external_id__in=set(wanted.values()) - set(by_code))
+        .order_by("id")
+        .values_list("external_id", "id")
+    ):
+        by_source.setdefault(external_id, []).append(pk)
+    found: dict[str, list[int]] = {}
+    unknown: list[str] = []
+    for given, clean in wanted.items():
+        if clean in by_code:
+            found[given] = [by_code[clean]]
+        elif clean in by_source:
+            found[given] = by_source[clean]
+        else:
+            unknown.append(given)
+    return found, unknown
+
+
+def conversation_ids_for_codes(ids: list[str]) -> dict[str, int]:
+    """Return ``{id: conversation id}`` for app codes or source ids; raise CorpusError naming any id that matches nothing or several."""
+    found, unknown = conversation_ids_resolve(ids)
+    problems = []
+    if unknown:
+        problems.append(f"no conversation has the code or source id {', '.join(repr(u) for u in unknown[:20])}" + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else ""))
+    several = [given for given, pks in found.items() if len(pks) > 1]
+    if several:
+        problems.append(f"source id {', '.join(repr(s) for s in several[:20])} matches several conversations; use their codes")
+    if problems:
+        raise CorpusError("; ".join(problems))
+    return {given: pks[0] for given, pks in found.items()}
+
+
 def conversation_ids_for_selection(
     *,
     persona_ids: list[int] | None = None,
     target_ids: list[int] | None = None,
     batch_ids: list[int] | None = None,
     codes: list[str] | None = None,
+    keep_codes: list[str] | None = None,
     exclude_flagged: bool = True,
     sample_size: int | None = None,
     seed: int | None = None,
 ) -> tuple[list[int], dict]:
     """Return conversation ids matching a study's selection, and the selection as recorded.
 
+    ``codes`` are app codes (``C-XXXXXX``) or source ids of imported conversations (e.g.
+    VERA-MH's 6-hex ids); one that matches nothing raises ``CorpusError`` naming it, never
+    silently dropped. Flagged conversations are left out (and listed in the record) unless
+    ``exclude_flagged`` is off or they are in ``keep_codes`` (kept on purpose).
     A random sample is drawn with ``numpy.random.default_rng(seed)`` from the matches sorted by
     id, so the same seed and the same corpus give the same sample.
     """
@@ -166,9 +213,15 @@ def conversation_ids_for_selection(
     if batch_ids:
         qs = qs.filter(metadata__batch_id__in=batch_ids)
     if codes:
-        qs = qs.filter(code__in=codes)
+        qs = qs.filter(pk__in=set(conversation_ids_for_codes(codes).values()))
+    kept: set[int] = set(conversation_ids_for_codes(keep_codes).values()) if keep_codes else set()
+    left_out: list[str] = []
+    kept_flagged: list[str] = []
     if exclude_flagged:
-        qs = qs.exclude(integrity_ok=False)
+        flagged = dict(qs.filter(integrity_ok=False).values_list("id", "code"))
+        kept_flagged = sorted(code for pk, code in flagged.items() if pk in kept)
+        left_out = sorted(code for pk, code in flagged.items() if pk not in kept)
+        qs = qs.exclude(pk__in=[pk for pk in flagged if pk not in kept])
     ids = sorted(qs.values_list("id", flat=True))
     record: dict = {
         "persona_ids": persona_ids or [],
@@ -178,6 +231,11 @@ def conversation_ids_for_selection(
         "exclude_flagged": exclude_flagged,
         "matched": len(ids),
     }
+    if exclude_flagged:
+        record["left_out_flagged"] = left_out
+    if keep_codes:
+        record["keep_codes"] = keep_codes
+        record["kept_flagged"] = kept_flagged
     if sample_size is not None and sample_size < len(ids):
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from core.codes import new_code
 from core.problems import ImportRejected, Problem
 from corpus.conversations.content_screen import screen_transcript
 from corpus.conversations.formats import ConversationRecord, read_jsonl, read_vera_files
-from corpus.conversations.integrity import check_integrity
+from corpus.conversations.integrity import check_integrity, flags_pass
+from corpus.conversations.role_break import check_role_break
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
+from corpus.personas.linking import persona_for_name
 from corpus.targets.services import target_code_unique
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
@@ -93,6 +96,7 @@ def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]
     """Map each record to its Persona; an unknown persona key is a problem, a VERA name is optional."""
     resolved: dict[int, Persona | None] = {}
     cache: dict[tuple[str | None, str], list[Persona]] = {}
+    by_name: dict[str, Persona | None] = {}
     for record in records:
         if record.persona:
             cache_key = (record.persona_set, record.persona)
@@ -115,12 +119,8 @@ def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]
             else:
                 resolved[id(record)] = matches[0]
         elif record.persona_name:
-            match = (
-                Persona.objects.filter(name__iexact=record.persona_name, persona_set__format=PersonaSet.Format.VERA_MH)
-                .order_by("-persona_set__version")
-                .first()
-            )
-            resolved[id(record)] = match
+            # Any order: a persona imported later links the conversation then (personas/linking).
+            resolved[id(record)] = persona_for_name(record.persona_name, by_name)
     return resolved
 
 
@@ -160,6 +160,7 @@ def _store_records(
     taken: set[str] = set()
     created: list[Conversation] = []
     user = created_by if getattr(created_by, "pk", None) else None
+    waiting = _placeholders_by_external_id([r.external_id for r in records])
     for record in records:
         persona = personas.get(id(record))
         metadata = dict(record.metadata)
@@ -169,6 +170,10 @@ def _store_records(
         # An explicit "sensitive": true in the file is a person's mark; the screen reads the text.
         marked = record.sensitive is True
         sensitive = marked or is_sensitive(record.messages)
+        placeholder = waiting.pop(record.external_id, None)
+        if placeholder is not None:
+            created.append(_fill_placeholder(placeholder, record, persona, metadata, sensitive, hashes[id(record)], targets))
+            continue
         conversation = Conversation.objects.create(
             code=_unique_conversation_code(taken),
             external_id=record.external_id,
@@ -191,6 +196,95 @@ def _store_records(
         _apply_integrity(conversation, record.messages, persona)
         created.append(conversation)
     return created
+
+
+TRANSCRIPT_MISSING = "transcript_missing"
+
+
+def _placeholders_by_external_id(external_ids: list[str]) -> dict[str, Conversation]:
+    """Return the placeholders (no transcript yet) these source ids would fill; ambiguous ids fill none."""
+    found: dict[str, list[Conversation]] = {}
+    for conversation in Conversation.objects.filter(
+        external_id__in=set(external_ids), message_count=0, metadata__transcript_missing=True
+    ).select_for_update():
+        found.setdefault(conversation.external_id, []).append(conversation)
+    return {x: rows[0] for x, rows in found.items() if len(rows) == 1}
+
+
+def _fill_placeholder(
+    conversation: Conversation,
+    record: ConversationRecord,
+    persona: Persona | None,
+    metadata: dict,
+    sensitive: bool,
+    content_hash: str,
+    targets: dict[str, Target],
+) -> Conversation:
+    """Give a placeholder its transcript: the conversation (and its study links) stays the same row."""
+    kept = {k: v for k, v in (conversation.metadata or {}).items() if k != TRANSCRIPT_MISSING}
+    conversation.metadata = {**kept, **metadata, "placeholder_filled": True}
+    conversation.persona = persona or conversation.persona
+    conversation.target = _target_for(record, targets) or conversation.target
+    conversation.run_index = record.run_index
+    conversation.sensitive = sensitive or conversation.content_warning_marked  # from its own words now
+    conversation.content_hash = content_hash
+    conversation.message_count = len(record.messages)
+    conversation.save()
+    Message.objects.bulk_create(
+        Message(conversation=conversation, turn_index=i, role=role, content=content)
+        for i, (role, content) in enumerate(record.messages)
+    )
+    _apply_integrity(conversation, record.messages, conversation.persona)
+    return conversation
+
+
+@transaction.atomic
+def conversation_placeholders_create(
+    *, external_ids: list[str], metadata: dict[str, dict] | None = None, source: str = ""
+) -> list[Conversation]:
+    """Create a conversation without transcript for each source id that matches none.
+
+    Ratings can arrive before (or without) their transcripts: the published VERA-MH study has
+    ratings for 90 conversations and transcripts for fewer. A placeholder carries the source id,
+    ``metadata["transcript_missing"]`` and what the ratings file says about it (persona name,
+    models); importing the transcript later fills the same row, so studies, ratings and judge
+    labels attached to it stay attached. Raters are never assigned a placeholder in the app.
+    """
+    metadata = metadata or {}
+    existing = set(Conversation.objects.filter(external_id__in=set(external_ids)).values_list("external_id", flat=True))
+    taken: set[str] = set()
+    created = []
+    for external_id in dict.fromkeys(external_ids):
+        if external_id in existing:
+            continue
+        payload = {**metadata.get(external_id, {}), TRANSCRIPT_MISSING: True}
+        if source:
+            payload["placeholder_source"] = source
+        created.append(
+            Conversation.objects.create(
+                code=_unique_conversation_code(taken),
+                external_id=external_id,
+                source=Conversation.Source.IMPORTED,
+                metadata=payload,
+                content_hash=hashlib.sha256(f"placeholder:{external_id}".encode()).hexdigest(),
+                message_count=0,
+                sensitive=True,  # unknown content in a suicide-risk study: warn first
+            )
+        )
+    return created
+
+
+@transaction.atomic
+def conversations_metadata_update(*, updates: dict[int, dict]) -> int:
+    """Merge ``{conversation id: {key: value}}`` into the conversations' metadata; return how many changed."""
+    changed = 0
+    for conversation in Conversation.objects.filter(pk__in=list(updates)).select_for_update():
+        merged = {**(conversation.metadata or {}), **updates[conversation.pk]}
+        if merged != conversation.metadata:
+            conversation.metadata = merged
+            conversation.save(update_fields=["metadata"])
+            changed += 1
+    return changed
 
 
 def is_sensitive(messages: list[tuple[str, str]]) -> bool:
@@ -233,8 +327,9 @@ def _apply_integrity(conversation: Conversation, messages: list[tuple[str, str]]
         opening_message=opening,
         expected_count=expected if isinstance(expected, int) else None,
     )
+    flags += check_role_break(messages)
     conversation.integrity_flags = [f.as_dict() for f in flags]
-    conversation.integrity_ok = not flags
+    conversation.integrity_ok = flags_pass(flags)
     conversation.save(update_fields=["integrity_flags", "integrity_ok"])
 
 

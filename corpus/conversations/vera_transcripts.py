@@ -7,6 +7,8 @@ several lines and paragraphs: blank lines inside a message are content. A block 
 first line of the file or after a blank line; a line there that looks like a role marker
 (a lowercase word, a colon, then a space or the line end) must be a known one. A known marker
 elsewhere (directly under a content line) is reported rather than silently merged.
+An empty or whitespace-only chatbot block is kept as an empty message (real transcripts
+have them); an empty user block is an error with its line.
 
 File name: ``<id>_<Persona>_<model>_run<k>.txt``. The id (hexadecimal) is the first
 ``_``-separated token, the run the last, the persona the second (VERA-MH persona names are
@@ -77,7 +79,8 @@ def parse_transcript(text: str, file: str) -> list[tuple[str, str]]:
             return
         role, line, body = current
         content = "\n".join(body).strip()
-        if content:
+        if content or role == "assistant":
+            # An empty chatbot reply is data (the chatbot sent nothing): kept as an empty message.
             messages.append((role, content))
         else:
             problems.append(Problem(f"the {role} message is empty", file, line))

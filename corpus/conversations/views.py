@@ -17,6 +17,7 @@ from corpus.conversations import selectors, services
 from corpus.conversations.content_screen import screen_transcript
 from corpus.conversations.forms import ConversationImportForm
 from corpus.models import Conversation
+from corpus.personas.linking import conversations_link_personas, waiting_persona_names
 from corpus.targets.selectors import target_list_for_user
 
 
@@ -60,12 +61,23 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
             "targets": target_list_for_user(request.user),
             "query": request.GET.urlencode(),
             "sources": Conversation.Source.choices,
+            "waiting_personas": waiting_persona_names(),
+            "flagged_count": selectors.conversation_list_for_user(request.user, flagged=True).count(),
         },
     )
 
 
 def _may_mark(user: object) -> bool:
     return has_any_role(user, {Role.COORDINATOR, Role.ADMIN})  # type: ignore[arg-type]
+
+
+@import_required
+@require_POST
+def conversation_link_personas(request: HttpRequest) -> HttpResponse:
+    """Link waiting conversations to the personas their sources name (reports how many)."""
+    linked = conversations_link_personas()
+    messages.success(request, f"Linked {linked} conversation(s) to their persona.")
+    return redirect("corpus:conversation-list")
 
 
 @corpus_required

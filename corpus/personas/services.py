@@ -13,6 +13,7 @@ from django.db.models import Max
 from core.problems import ImportRejected, Problem
 from core.yamlspec import canonical_hash
 from corpus.models import Persona, PersonaSet
+from corpus.personas.linking import conversations_link_personas
 from corpus.personas.spec import PersonaSetSpec, parse_persona_set_spec
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "builtin"
@@ -53,6 +54,7 @@ class PersonaImportResult:
     total_rows: int
     imported_rows: int
     skipped: list[Problem] = field(default_factory=list)
+    linked: int = 0  # waiting conversations now linked to a persona of this set
 
 
 def personas_import(
@@ -99,7 +101,35 @@ def personas_import(
     if dry_run:
         return PersonaImportResult(None, False, total, len(spec.personas), skipped)
     persona_set, created = persona_set_create_from_spec(spec=spec, created_by=created_by)
-    return PersonaImportResult(persona_set, created, total, len(spec.personas), skipped)
+    linked = conversations_link_personas()
+    return PersonaImportResult(persona_set, created, total, len(spec.personas), skipped, linked)
+
+
+def personas_from_design(
+    *, key: str, name: str, designs: dict[str, dict[str, str]], description: str = "",
+    created_by: AbstractBaseUser | None = None,
+) -> PersonaImportResult:
+    """Store personas known only by name and design labels (e.g. from a ratings file); link waiting conversations.
+
+    ``designs`` maps a persona name to its design labels (``risk``, ``disclosure``...). The
+    set is versioned like any import: the same content returns the stored version.
+    """
+    from django.utils.text import slugify
+
+    spec = PersonaSetSpec(
+        key=key,
+        name=name,
+        description=description,
+        format=PersonaSet.Format.CUSTOM,
+        system_prompt="",
+        personas=tuple(
+            {"key": slugify(persona) or f"persona-{i}", "name": persona, "design": dict(design), "profile": {}, "opening_message": ""}
+            for i, (persona, design) in enumerate(sorted(designs.items()))
+        ),
+    )
+    persona_set, created = persona_set_create_from_spec(spec=spec, created_by=created_by)
+    linked = conversations_link_personas()
+    return PersonaImportResult(persona_set, created, len(designs), len(designs), [], linked)
 
 
 def _vera_persona_fields(persona: Any) -> dict[str, Any]:

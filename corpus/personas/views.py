@@ -43,7 +43,9 @@ def persona_import(request: HttpRequest) -> HttpResponse:
             )
             verb = "Checked" if form.cleaned_data["dry_run"] else ("Imported" if result.created else "Already present:")
             target = f" as {result.persona_set}" if result.persona_set else ""
-            context["result"] = f"{verb} {result.imported_rows} of {result.total_rows} persona(s){target}."
+            context["result"] = f"{verb} {result.imported_rows} of {result.total_rows} persona(s){target}." + (
+                f" {result.linked} waiting conversation(s) linked to their persona." if result.linked else ""
+            )
             context["skipped"] = result.skipped
         except ImportRejected as exc:
             context["problems"] = exc.problems

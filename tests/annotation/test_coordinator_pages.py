@@ -218,11 +218,25 @@ def test_study_form_reports_every_mistake_and_creates_nothing(coordinator, clini
     assert not Study.objects.exists()
 
 
-def test_an_empty_selection_is_reported_on_the_form(coordinator, clinician):
-    ConversationFactory()
-    data = create_form(codes="C-DOES-NOT-EXIST", **{f"rater_{clinician.pk}": "on"}, raters_per_conversation=1)
+def test_an_unknown_id_in_the_selection_is_an_error_naming_it(coordinator, clinician):
+    known = ConversationFactory()
+    data = create_form(codes=f"{known.code} C-DOES-NOT-EXIST", **{f"rater_{clinician.pk}": "on"}, raters_per_conversation=1)
     response = client_for(coordinator).post(reverse("annotation:study-create"), data)
-    assert response.status_code == 400 and "no conversations" in response.content.decode()
+    body = response.content.decode()
+    assert response.status_code == 400 and "no conversation has the code or source id &#x27;C-DOES-NOT-EXIST&#x27;" in body
+    assert not Study.objects.exists()
+
+
+def test_a_study_selects_conversations_by_source_id_from_a_pasted_list_or_a_file(coordinator, clinician):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    first, second, third = ConversationFactory(external_id="0e6474"), ConversationFactory(external_id="402e12"), ConversationFactory()
+    data = create_form(codes="0e6474", **{f"rater_{clinician.pk}": "on"}, raters_per_conversation=1)
+    data["codes_file"] = SimpleUploadedFile("ids.csv", f"conversation_id\r\n#402e12\r\n{third.code},x\r\n".encode())
+    response = client_for(coordinator).post(reverse("annotation:study-create"), data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    study = Study.objects.get()
+    assert set(study.conversations.values_list("pk", flat=True)) == {first.pk, second.pk, third.pk}
 
 
 def test_selection_preview_counts_the_matching_conversations(coordinator):

@@ -42,6 +42,7 @@ NOT_PAGES = {
     "annotation:study-consensus-csv": "file download", "annotation:study-adjudicate": "POST action",
     "annotation:study-adjudicate-conversation": "POST action",
     "corpus:conversation-content-warning": "POST action (a form on the conversation page)",
+    "corpus:conversation-link-personas": "POST action (a button on the conversation list)",
 }
 
 

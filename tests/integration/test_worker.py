@@ -34,7 +34,9 @@ def test_worker_checks_conversation_integrity_through_redis(celery_worker_proces
     broken.refresh_from_db()
     assert good.integrity_ok is True
     assert broken.integrity_ok is False
-    assert {f["code"] for f in broken.integrity_flags} == {"not_alternating", "empty_message"}
+    # The empty chatbot reply is a note (data, not a defect); the two user turns in a row fail.
+    assert {f["code"] for f in broken.integrity_flags} == {"not_alternating", "empty_chatbot_reply"}
+    assert next(f for f in broken.integrity_flags if f["code"] == "empty_chatbot_reply")["severity"] == "note"
 
 
 def test_a_task_run_twice_does_no_harm(celery_worker_process):

@@ -135,4 +135,4 @@ def test_the_api_answers_the_total_and_the_groups(researcher):
     response = client.post("/api/v1/imports/conversations/", {"file": SimpleUploadedFile("x.jsonl", text.encode()), "format": "jsonl"})
     body = response.json()
     assert response.status_code == 400 and body["total"] >= 150 and len(body["problems"]) == 100
-    assert sum(g["count"] for g in body["by_kind"]) == body["total"]
+    assert sum(g["count"] for g in body["problem_groups"]) == body["total"]

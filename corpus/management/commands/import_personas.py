@@ -50,5 +50,6 @@ class Command(BaseCommand):
         else:
             verb = "Imported" if result.created else "Already present with identical content:"
             self.stdout.write(self.style.SUCCESS(
-                f"{verb} {result.imported_rows} of {result.total_rows} persona(s) as {result.persona_set}."
+                f"{verb} {result.imported_rows} of {result.total_rows} persona(s) as {result.persona_set}; "
+                f"{result.linked} waiting conversation(s) linked to their persona."
             ))

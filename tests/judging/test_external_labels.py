@@ -1,0 +1,96 @@
+"""Judge labels made outside the app become an external judge run (files written for the tests)."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.studies.ratings_import import ratings_import
+from core.problems import ImportRejected
+from judging.external import judge_labels_import
+from judging.models import EnsembleLabel, Judge, JudgeLabel, JudgeRun
+from tests.annotation.test_external_raters import RATINGS, make_vera_study
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def vera_study(coordinator):  # type: ignore[no-untyped-def]
+    return make_vera_study(coordinator)
+
+
+BP, HPH, SUB = "Best Practice", "High Potential for Harm", "Suboptimal but Low Potential for Harm"
+
+
+def labels_file(rows: list[tuple[str, str, str, str]], rationale: bool = False) -> str:
+    header = "unit,judge,item,label" + (",rationale" if rationale else "")
+    return "\n".join([header, *(",".join(r) + (",because" if rationale else "") for r in rows)]) + "\n"
+
+
+def three_judges() -> str:
+    rows = []
+    for unit in ("a1b2c3", "#d4e5f6", "c7c8c9"):
+        for judge, label in (("ext-judge-1", BP), ("ext-judge-2", BP), ("ext-judge-3", HPH)):
+            for dimension in ("Detects Potential Risk", "Confirms Risk"):
+                rows.append((unit, judge, dimension, label))
+    return labels_file(rows, rationale=True)
+
+
+def test_external_labels_make_a_finished_run_with_its_ensemble(vera_study):
+    study = vera_study.study
+    result = judge_labels_import(text=three_judges(), file="judges.csv", instrument=study.instrument)
+    run = result.run
+    assert run.status == "completed" and run.config["external"]["file"] == "judges.csv"
+    assert result.judges == ("ext-judge-1", "ext-judge-2", "ext-judge-3") and result.n_conversations == 3
+    assert set(Judge.objects.values_list("provider", flat=True)) == {"external"}
+    assert JudgeLabel.objects.filter(result__run=run).count() == 18
+    assert JudgeLabel.objects.filter(result__run=run).first().rationale == "because"
+    ensemble = EnsembleLabel.objects.filter(run=run, item_key="Confirms Risk")
+    assert {e.label for e in ensemble} == {BP} and {e.provenance for e in ensemble} == {"majority"}
+
+
+def test_external_labels_feed_the_judges_page_and_never_the_reliability(vera_study, coordinator):
+    study = vera_study.study
+    ratings_import(study=study, text=RATINGS, file="ratings.csv", fmt="vera-mh")
+    client = client_for(coordinator)
+    before = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/?bootstrap=0").json()
+    run = judge_labels_import(text=three_judges(), file="judges.csv", instrument=study.instrument).run
+    page = client.get(f"/reports/studies/{study.pk}/judges/?run={run.pk}").content.decode()
+    assert "ext-judge-1" in page and "Against human consensus" in page
+    after = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/?bootstrap=0").json()
+    assert after["raters"]["names"] == before["raters"]["names"] == ["clinician_a", "clinician_b", "expert_a"]
+    assert after["main"]["pooled"] == before["main"]["pooled"]
+
+
+def test_bad_rows_are_grouped_problems_and_nothing_is_written(vera_study):
+    study = vera_study.study
+    rows = [("zzzzzz", "j", "Confirms Risk", BP)] * 3 + [("a1b2c3", "j", "Keeps Calm", BP), ("a1b2c3", "j", "Confirms Risk", "Fine")]
+    text = labels_file([(u, f"{j}{n}", i, lab) for n, (u, j, i, lab) in enumerate(rows)])
+    with pytest.raises(ImportRejected) as rejected:
+        judge_labels_import(text=text, file="j.csv", instrument=study.instrument)
+    groups = rejected.value.grouped().groups
+    assert [(g.column, g.count) for g in groups] == [("unit", 3), ("item", 1), ("label", 1)]
+    assert str(groups[0]).startswith("j.csv, column unit: unknown unit 'zzzzzz'") and "3 rows, first at lines 2, 3, 4" in str(groups[0])
+    assert not JudgeRun.objects.exists() and not Judge.objects.exists()
+
+
+def test_an_in_app_judge_name_is_not_taken_over(vera_study):
+    from tests.judging.test_external_labels_support import make_in_app_judge
+
+    make_in_app_judge("gpt-judge", vera_study.study.instrument)
+    with pytest.raises(ImportRejected) as rejected:
+        judge_labels_import(text=labels_file([("a1b2c3", "gpt-judge", "Confirms Risk", BP)]), file="j.csv", instrument=vera_study.study.instrument)
+    assert "name of an in-app judge" in rejected.value.problems[0].message
+
+
+def test_the_command_reports_the_run(vera_study, tmp_path):
+    path = tmp_path / "judges.csv"
+    path.write_text(three_judges(), encoding="utf-8")
+    out = StringIO()
+    call_command("import_judge_labels", str(path), "--instrument", "vera-five", stdout=out)
+    assert "18 label(s) from 3 judge(s)" in out.getvalue() and "judge run" in out.getvalue()
+    with pytest.raises(CommandError, match="no instrument"):
+        call_command("import_judge_labels", str(path), "--instrument", "nope")
