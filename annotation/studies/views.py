@@ -87,6 +87,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
                 raters_per_conversation=data["raters_per_conversation"], composition=data["composition"] or None,
                 tie_policy=data["tie_policy"], senior_rater=data["senior"], selection=record,
                 calibration=data["calibration_map"] or None,
+                min_ratings_for_consensus=data.get("min_ratings_for_consensus") or 2,
             )
         except AnnotationError as exc:
             form.add_error(None, str(exc))
@@ -253,7 +254,7 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study,
         "manages": reads.user_manages_study(request.user, study),
         "table": consensus_reads.consensus_table(study),
-        "n_queue": consensus_reads.adjudication_queue(study).count(),
+        "summary": consensus_reads.consensus_summary(study),
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
 
@@ -285,6 +286,7 @@ def _queue_context(study: Any, selected: int | None, form: AdjudicateForm | None
         "case": case,
         "form": form,
         "done": consensus_reads.adjudicated_entries(study)[:50],
+        "summary": consensus_reads.consensus_summary(study),
     }
 
 

@@ -227,3 +227,6 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))
+# Precision planning on the reliability report: the confidence-interval width it aims at; beside
+# each interval the page estimates how many more doubly-rated conversations would reach it.
+REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))
