@@ -149,13 +149,24 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
     payload["fleiss_variants"] = _variants(main)
     pairable = sum(g["pooled"]["n_units_pairable"] for g in main["groups"])
     if not pairable:
-        first = main["groups"][0]["pooled"]
-        payload["not_yet"] = first["undefined_reasons"].get("percent_agreement") or "no conversation has two ratings yet"
+        payload["not_yet"] = _why_not_yet(rows)
     progress(0.8, "agreement of each rater pair and with the consensus")
     payload["raters"] = _rater_stats(study, rows, labels, na)
     progress(0.9, "study section")
     payload["section"] = _section(study, na)
     return payload
+
+
+def _why_not_yet(rows: list[Row]) -> str:
+    """Return why no coefficient exists yet, counting ratings as raters see them (one form each)."""
+    forms = {(unit, rater) for unit, rater, _, _ in rows}
+    raters = {rater for _, rater in forms}
+    need = "reliability needs at least 2 raters on a conversation"
+    if len(forms) == 1:
+        return f"1 rating so far: {need}"
+    if len(raters) == 1:
+        return f"{len(forms)} ratings so far, all by one rater: {need}"
+    return f"{len(forms)} ratings from {len(raters)} raters so far, but no conversation has two of them: {need}"
 
 
 def _report(rows: list[Row], keys: list[str], labels: dict[str, ItemLabels], level: str, na: str, bootstrap: int, width: float) -> dict[str, Any]:

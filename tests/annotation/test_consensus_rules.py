@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from annotation.consensus.selectors import adjudication_queue, consensus_summary
+from annotation.consensus.selectors import adjudication_queue
 from annotation.consensus.services import study_compute_consensus
 from annotation.models import Assignment, ConsensusLabel
 from tests.annotation.coordinator_setup import clinicians, make_study, submit
@@ -63,6 +63,8 @@ def test_labels_are_provisional_while_an_assignment_of_the_conversation_is_open(
     study_compute_consensus(study=two_raters_each, actor=coordinator)
     final = ConsensusLabel.objects.filter(study=two_raters_each, provisional=False)
     assert final.count() == 3 and {e.provenance for e in final} == {"unanimous"}
+    from annotation.consensus.selectors import consensus_summary
+
     summary = consensus_summary(two_raters_each)
     assert (summary.provisional, summary.n_open_conversations, summary.too_few) == (1, 1, 1)
     page = client_for(coordinator).get(f"/studies/{two_raters_each.pk}/consensus/").content.decode()
@@ -117,6 +119,8 @@ def mixed_consensus(coordinator):  # type: ignore[no-untyped-def]
 
 
 def test_provenance_counts_add_up_across_page_queue_and_exports(mixed_consensus, coordinator):
+    from annotation.consensus.selectors import consensus_summary
+
     study = mixed_consensus
     summary = consensus_summary(study)
     assert summary.total == ConsensusLabel.objects.filter(study=study).count() == 6
