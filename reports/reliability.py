@@ -242,7 +242,10 @@ def _rater_stats(study: Study, rows: list[Row], labels: dict[str, ItemLabels], n
             "vs_consensus": vs_consensus.get(name),
             "median_seconds": statistics.median(spent) if spent else None,
         }
-    return {"names": names, "pair_agreement": matrix, "pair_shared": shared, "per_rater": per_rater}
+    return {
+        "names": names, "pair_agreement": matrix, "pair_shared": shared, "per_rater": per_rater,
+        "consensus_by_construction": bool(vs_consensus) and not selectors.consensus_resolves_disagreement(study),
+    }
 
 
 def _section(study: Study, na: str) -> dict[str, Any]:

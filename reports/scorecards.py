@@ -112,6 +112,8 @@ def compute_study_scorecard(study: Any, progress: Progress) -> dict[str, Any]:
         reasons[names.get(provenance, provenance)] += n
     card["labels"] = _coverage(n_conversations * n_items, rows, reasons, provisional)
     card["source"] = "consensus"
+    if not card["labels"]["present"]:
+        card["empty"] = True
     if card.get("text_items"):
         progress(0.9, "free-text answers")
         card["text_answers"] = selectors.study_text_answers(study, card["text_items"])
@@ -130,4 +132,6 @@ def compute_run_scorecard(run: Any, progress: Progress) -> dict[str, Any]:
     card["labels"] = _coverage(len(rows), rows, reasons)
     card["labels"]["conversations_left_out"] = n_flagged
     card["source"] = f"judge run {run.pk} ensemble"
+    if not card["labels"]["present"]:
+        card["empty"] = True
     return card

@@ -150,6 +150,20 @@ def consensus_status_on(study: Study, keys: list[str]) -> dict[str, int]:
     return out
 
 
+def consensus_resolves_disagreement(study: Study) -> bool:
+    """Tell whether any consensus label was reached despite dissent (majority, tie-break, adjudication).
+
+    If none was, every consensus label is one all its raters gave, so each rater agrees with
+    the consensus by construction (two raters per conversation, ties unresolved).
+    """
+    return (
+        ConsensusLabel.objects.filter(study=study, disagreement__gt=0)
+        .exclude(label="")
+        .exclude(item_key__startswith="section:")
+        .exists()
+    )
+
+
 def study_completion(study: Study) -> dict[str, int]:
     """Return the study's active (non-calibration) assignments and how many are submitted."""
     qs = study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN)

@@ -61,9 +61,11 @@ def _pending(request: HttpRequest, template: str, context: dict) -> HttpResponse
 def reliability(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     data = services.study_reliability(study=study, na=_na(request), wait=False)
-    context = {"study": study, "data": data, "na": _na(request), "completion": selectors.study_completion(study)}
+    context = {"study": study, "data": data, "na": _na(request), "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
     if data.get("pending"):
         return _pending(request, "reports/reliability.html", context)
+    context["section_measured"] = any(item.get("n_units_pairable") for item in (data.get("section") or {}).values())
     rows = []
     info = data.get("items_info") or {}
     main = data.get("main") or {}
@@ -74,7 +76,7 @@ def reliability(request: HttpRequest, pk: int) -> HttpResponse:
             for key, item in main.get("items", {}).items() if item.get("group") == index
         ]
     na_declared = list(dict.fromkeys(x for v in info.values() for x in v.get("na_labels", [])))
-    context.update({"rows": rows, "heatmap": _pair_heatmap(data), "consensus": consensus_summary(study), "na_declared": na_declared})
+    context.update({"rows": rows, "heatmap": _pair_heatmap(data), "na_declared": na_declared})
     return render(request, "reports/reliability.html", context)
 
 
@@ -132,7 +134,8 @@ def scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     data = services.study_scorecard(study=study, wait=False)
     csv_base = reverse("reports:scorecard", args=[study.pk])
-    context = {"study": study, "data": data, "csv_base": csv_base, "completion": selectors.study_completion(study)}
+    context = {"study": study, "data": data, "csv_base": csv_base, "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
     if data.get("pending"):
         return _pending(request, "reports/scorecard.html", context)
     return render(request, "reports/scorecard.html", {**context, "chart": _score_chart(data), "sections": _score_sections(data)})
@@ -153,14 +156,15 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
     if run_id and run_id not in {r.pk for r in runs} and not selectors.judge_runs_for_study(study).filter(pk=run_id).exists():
         raise Http404("no such judge run for this study")
     data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na, wait=False) if run_id else None
-    context = {"study": study, "runs": runs, "run_id": run_id, "na": na, "data": data, "completion": selectors.study_completion(study)}
+    context = {"study": study, "runs": runs, "run_id": run_id, "na": na, "data": data, "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
     if data and data.get("pending"):
         return _pending(request, "reports/judges.html", context)
     matrices = {}
     for index, group in enumerate((data or {}).get("groups", [])):
         for comparison in group.get("vs_consensus", []):
             matrices[f"{index}:{comparison['rater']}"] = {"rater": comparison["rater"], **comparison["matrix"]}
-    context.update({"matrices": json.dumps(matrices), "consensus": consensus_summary(study)})
+    context["matrices"] = json.dumps(matrices)
     return render(request, "reports/judges.html", context)
 
 

@@ -144,8 +144,9 @@ class ConsensusSummary:
     """Counts of a study's consensus labels that add up, shown alike on every page and export.
 
     ``provenances`` (value, label, count) covers every label once: their counts sum to
-    ``total``. ``provisional`` labels (some assignment of the conversation still open) are part
-    of those counts too. The adjudication queue is ``queue = unresolved + disputed``: final
+    ``total``. ``provisional`` counts the consensus labels reached while some assignment of the
+    conversation is still open (part of those counts too; they may change);
+    ``n_open_conversations`` the conversations with an open assignment. The adjudication queue is ``queue = unresolved + disputed``: final
     labels without a consensus (``unresolved``), and final labels decided with dissent
     (``disputed``: majority, plurality or senior's tie-break with disagreement > 0).
     ``waiting`` are provisional labels that would otherwise be in the queue.
@@ -193,7 +194,7 @@ def consensus_summary(study: Study) -> ConsensusSummary:
     waiting_out = Q(provenance__in=NOT_QUEUED)
     in_queue = (Q(provenance=ConsensusProvenance.UNRESOLVED) | Q(disagreement__gt=0)) & ~waiting_out
     rows = study.consensus.values("provenance", "provisional").annotate(
-        n=Count("id"), queued=Count("id", filter=in_queue),
+        n=Count("id"), queued=Count("id", filter=in_queue), labelled=Count("id", filter=~Q(label="")),
         unresolved=Count("id", filter=Q(provenance=ConsensusProvenance.UNRESOLVED)),
     )
     by_provenance: Counter[str] = Counter()
@@ -204,7 +205,7 @@ def consensus_summary(study: Study) -> ConsensusSummary:
     for row in rows:
         by_provenance[row["provenance"]] += row["n"]
         if row["provisional"]:
-            provisional += row["n"]
+            provisional += row["labelled"]
             waiting += row["queued"]
         else:
             unresolved += row["unresolved"]
