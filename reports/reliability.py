@@ -130,7 +130,8 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
         # yes/no/N/A 3); pooled, the group's labels. One call when every item has the same scale.
         scales: dict[tuple[str, ...], list[str]] = {}
         for key in keys:
-            scales.setdefault(tuple(x.casefold() for x in labels[key].labels), []).append(key)
+            scale = labels[key].substantive if na == "exclude" else labels[key].labels
+            scales.setdefault(tuple(x.casefold() for x in scale), []).append(key)
         reports = [_report(rows, sub, labels, level, na, bootstrap, width) for sub in scales.values()]
         pooled = reports[0]["pooled"] if len(scales) == 1 else _report(rows, keys, labels, level, na, bootstrap, width)["pooled"]
         pooled["flags"] = _flags(pooled, study.reliability_threshold)

@@ -67,17 +67,15 @@ def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, s
 
 def study_time_per_rater(study: Study) -> dict[str, list[int]]:
     times: dict[str, list[int]] = {}
-    for rating in _submitted(study):
-        times.setdefault(rating.assignment.rater.get_username(), []).append(rating.assignment.time_spent_seconds)
+    for username, seconds in _submitted(study).values_list("assignment__rater__username", "assignment__time_spent_seconds"):
+        times.setdefault(username, []).append(seconds)
     return times
 
 
 def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
     """Return the human reference label per (conversation code, item) where one exists."""
-    return {
-        (c.conversation.code, c.item_key): c.label
-        for c in ConsensusLabel.objects.filter(study=study).exclude(label="").select_related("conversation")
-    }
+    rows = ConsensusLabel.objects.filter(study=study).exclude(label="").values_list("conversation__code", "item_key", "label")
+    return {(code, item): label for code, item, label in rows}
 
 
 USER_MODEL_KEYS = ("user_model", "user_agent_model", "user_agent")

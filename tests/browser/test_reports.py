@@ -52,6 +52,13 @@ def test_report_pages_of_a_150_conversation_study_read_correctly(page):
     screenshot(page, "reports-judges-150")
     _viewport_shot(page, "reports-judges-150-top")
 
+    page.goto(f"/studies/{study.pk}/consensus/")
+    summary = page.locator("#consensus-summary")
+    expect(summary).to_contain_text("Adjudication queue")
+    queue = page.locator("#consensus-summary strong").first.inner_text()
+    assert f"Adjudication queue ({queue})" in page.locator(".section-head").inner_text()
+    _viewport_shot(page, "reports-consensus-150-top")
+
     page.goto(f"/reports/studies/{study.pk}/scorecard/")
     expect(page.locator("#missing-labels")).to_contain_text("labels are missing")
     _plots_drawn(page, "#score-chart")
