@@ -104,7 +104,8 @@ def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = No
     * adjudicated labels keep their label; their votes and counts are refreshed;
     * labels of items nobody rates any more (a withdrawn rating) are removed, unless adjudicated.
     """
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
+    # of=("self",): the section is a nullable join, which PostgreSQL cannot lock.
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
     senior = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
     tie_policy = "tie_breaker" if study.tie_policy == TiePolicy.SENIOR and senior else "unresolved"
     minimum = max(1, study.min_ratings_for_consensus)

@@ -193,7 +193,8 @@ def ratings_import(
     unsubmitted assignment of that conversation or on a new one. Raises ``ImportRejected``
     listing every problem; writes nothing on any problem or on a dry run.
     """
-    study = Study.objects.select_for_update().select_related("instrument", "section").get(pk=study.pk)
+    # of=("self",): the section is a nullable join, which PostgreSQL cannot lock.
+    study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
     rows, problems, n_rows = _parse(study, text, file)
     if problems:
         raise ImportRejected(problems)
