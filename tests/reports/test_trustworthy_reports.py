@@ -119,6 +119,15 @@ def test_the_checklist_parser_uses_the_one_normaliser():
     assert _canonical_label("best   practice", ("Best Practice", "Not Relevant")) == "Best Practice"
 
 
+def test_a_flow_judge_answer_is_matched_ignoring_case_and_spacing():
+    from corpus.instruments.flow import Option, Question
+    from judging.flowjudge import parse_answer
+
+    question = Question("1", "Notices Danger", None, "", "Any hint?", "", (Option("No danger mentioned"), Option("Yes")), "")
+    parsed = parse_answer('{"answer": " no   DANGER mentioned. ", "explanation": "none"}', question)
+    assert parsed.option is not None and parsed.option.label == "No danger mentioned"
+
+
 # --- Defect 4: the pooled interval resamples whole conversations, and says so -------------------
 
 
