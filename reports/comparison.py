@@ -139,11 +139,20 @@ def _group(
             c["matrix"] = _matrix(c)
             del c["confusion"]
         group["vs_consensus"] = pooled
-        group["per_item"] = {
-            str(item): [{**{k: v for k, v in c.as_dict().items() if k != "confusion"}, "matrix": _matrix(c.as_dict())} for c in comps]
-            for item, comps in vs.items.items()
-            if item in wanted
-        }
+        group["per_item"] = {}
+        for key in keys:  # each item's matrix on its own labels (no N/A row for a yes/no item)
+            item_reference = {k: v for k, v in reference.items() if k[1] == key}
+            if not item_reference:
+                continue
+            own = [x for x in labels[key].labels if not (na == "exclude" and labels[key].is_na(x))]
+            per_item = reference_agreement(
+                [r for r in machine if r[2] == key], item_reference, na="category", na_labels=(), labels=own,
+                reference_name="consensus",
+            )
+            group["per_item"][key] = [
+                {**{k: v for k, v in c.as_dict().items() if k != "confusion"}, "matrix": _matrix(c.as_dict())}
+                for c in per_item.pooled
+            ]
     if people:
         judge_names = [r for r in machine if r[1] != "ensemble"]
         pairs = rater_pair_agreement(judge_names, people, na="category", na_labels=(), labels=order)
