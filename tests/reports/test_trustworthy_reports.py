@@ -369,6 +369,24 @@ def test_reliability_rows_carry_item_wording_compact_intervals_and_precision(aud
     assert plan["target"] == 0.10 and plan["unit"] == "conversations" and plan["n_more_needed"] is not None
 
 
+def test_the_share_of_undefined_resamples_is_shown_beside_the_interval(coordinator, clinician, clinician2):
+    amhart, _ = builtin_instruments_load()
+    conversations = [ConversationFactory() for _ in range(3)]
+    study = study_create(name="Tiny", instrument=amhart, section=None, conversation_ids=[c.pk for c in conversations],
+                         created_by=coordinator, coordinators=[coordinator],
+                         raters=[(clinician, "clinician"), (clinician2, "clinician")])
+    for conversation, labels in zip(conversations, [("yes", "yes"), ("no", "no"), ("yes", "no")], strict=True):
+        for rater, label in zip((clinician, clinician2), labels, strict=True):
+            _submit(study, conversation, rater, main={"amhart_01": label})
+    item = services.study_reliability(study=study)["main"]["items"]["amhart_01"]
+    # a resample of three conversations that draws only the yes/yes one (or only no/no) has one
+    # category: kappa is undefined there (about 2 in 27 resamples)
+    share = item["ci_percent_undefined"]["fleiss_kappa"]
+    assert 3 < share < 15
+    page = client_for(coordinator).get(f"/reports/studies/{study.pk}/reliability/").content.decode()
+    assert f"{share:.0f}% of resamples undefined" in page
+
+
 def test_the_target_width_is_a_setting(audit, settings):
     settings.REPORT_TARGET_WIDTH = 0.25
     data = services.study_reliability(study=audit.study)
