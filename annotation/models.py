@@ -32,6 +32,11 @@ class Study(models.Model):
     reliability_threshold = models.FloatField(
         default=0.5, help_text="Items below this kappa are flagged"
     )
+    # Below this many ratings of a conversation's item there is no consensus ("too few
+    # ratings"): one rating agrees with nobody, so it can never be "unanimous".
+    min_ratings_for_consensus = models.PositiveSmallIntegerField(
+        default=2, help_text="Ratings an item needs before it has a consensus"
+    )
     calibration_required = models.BooleanField(default=False)
     blinding_lifted = models.BooleanField(
         default=False, help_text="Raters may see other answers once true"
@@ -286,6 +291,8 @@ class ConsensusProvenance(models.TextChoices):
     TIE_BREAK = "tie_break", "Tie broken by the senior rater"
     ADJUDICATED = "adjudicated", "Adjudicated"
     UNRESOLVED = "unresolved", "Unresolved (needs adjudication)"
+    SINGLE = "single", "Single rating (the study asks for one)"
+    TOO_FEW = "too_few", "Too few ratings (no consensus)"
 
 
 class ConsensusLabel(models.Model):
@@ -300,6 +307,10 @@ class ConsensusLabel(models.Model):
     provenance = models.CharField(max_length=20, choices=ConsensusProvenance.choices)
     votes = models.JSONField(default=dict, blank=True)  # {label: count}
     n_ratings = models.PositiveSmallIntegerField(default=0)
+    # Ratings expected for the conversation (its active assignments) when this was computed;
+    # provisional while some of them are not submitted: the label may still change.
+    n_expected = models.PositiveSmallIntegerField(default=0)
+    provisional = models.BooleanField(default=False)
     disagreement = models.FloatField(default=0.0, help_text="1 - share of the modal label")
     adjudicated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -207,6 +207,10 @@ class Instrument(models.Model):
     source = models.TextField(blank=True)
     # For question flows: the full flow (corpus.instruments.flow.Flow.to_dict()) so a walk needs no joins.
     flow = models.JSONField(null=True, blank=True)
+    # Answers that mean "not applicable" for every item without its own declaration; for a
+    # question flow, the dimension labels that do (VERA-MH: ["Not Relevant"]). Reports exclude
+    # them or keep them as a category, as the reader chooses.
+    na_labels = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64)
     is_builtin = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -242,6 +246,8 @@ class Item(models.Model):
     categories = models.JSONField(default=list, blank=True)
     scale_labels = models.JSONField(default=dict, blank=True)
     na_allowed = models.BooleanField(default=False)
+    # This item's answers that mean "not applicable" (empty: see not_applicable_labels()).
+    na_labels = models.JSONField(default=list, blank=True)
     required = models.BooleanField(default=True)
     applicability = models.TextField(blank=True)
     # counts, counts_rationale, does_not_count, does_not_count_rationale, guidance, source
@@ -277,3 +283,22 @@ class Item(models.Model):
             # A question without declared options is the flow's implicit Yes/No question.
             return [str(o["label"]) for o in self.options] or ["Yes", "No"]
         return []
+
+    def not_applicable_labels(self) -> list[str]:
+        """Return the answers of this item that mean "not applicable", in its own spelling.
+
+        The item's declaration wins, then the instrument's (only the labels this item has);
+        undeclared, a yes/no/N/A item that allows N/A has "N/A" and a category item the
+        categories spelled as N/A ("N/A", "n/a", "not applicable", ...). Other items have none.
+        """
+        from stats.labels import DEFAULT_NA_LABELS, fold_label
+
+        allowed = self.allowed_labels()
+        if self.na_labels:
+            return [str(x) for x in self.na_labels]
+        folded = {fold_label(a): a for a in allowed}
+        declared = [folded[fold_label(str(x))] for x in (self.instrument.na_labels or []) if fold_label(str(x)) in folded]
+        if declared:
+            return declared
+        defaults = {fold_label(x) for x in DEFAULT_NA_LABELS}
+        return [a for a in allowed if fold_label(a) in defaults]

@@ -9,15 +9,18 @@ fails every label is recorded MISSING with the reason. Nothing is ever defaulted
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from judging.calls import Caller
 from judging.prompts import Turn, render, render_transcript
 from simulation.llm import LLMError
+from stats.data import is_na_label
 
 SCHEMA_NAME = "checklist_labels"
 NA = "N/A"
@@ -249,15 +252,23 @@ def validate_reply(
 
 
 def _canonical_label(raw: Any, allowed: Sequence[str]) -> str | None:
-    """Match a label to the allowed ones ignoring case, spaces, and "NA" vs "N/A" spelling."""
+    """Match a reply's label to the allowed ones with the app's one label normaliser.
+
+    Case, spacing and the N/A spellings ("NA", "n/a", "not applicable") are ignored
+    (``corpus.instruments.labels``); None when the label is none of ``allowed``.
+    """
     if not isinstance(raw, str):
         return None
-    folded = raw.strip().casefold().replace(" ", "")
-    for label in allowed:
-        target = label.casefold().replace(" ", "")
-        if folded == target or (label == NA and folded in ("na", "n/a", "n.a.", "notapplicable")):
-            return label
-    return None
+    try:
+        return _labels_for(tuple(allowed)).normalise(raw)
+    except UnknownAnswer:
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _labels_for(allowed: tuple[str, ...]) -> ItemLabels:
+    na = tuple(x for x in allowed if is_na_label(x))
+    return ItemLabels(key="", text="", labels=allowed, na_labels=na)
 
 
 def format_problems(problems: Sequence[str], limit: int = 25) -> str:

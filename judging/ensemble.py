@@ -11,7 +11,7 @@ guessed. The rule text is stored on every ensemble row.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from django.db import transaction
 
@@ -75,12 +75,13 @@ def ensemble_compute(*, run: JudgeRun, item_order: Sequence[str]) -> int:
         given[(conversation_id, item_key)][judge_id] = label if status == LabelStatus.OK else None
     conversation_ids = sorted(set(run.results.values_list("conversation_id", flat=True)))
     position = {key: i for i, key in enumerate(item_order)}
+    spelling = _spellers(run)
     created = []
     for conversation_id in conversation_ids:
         for item_key in item_order:
             votes_by_judge = given.get((conversation_id, item_key), {})
-            votes = [votes_by_judge.get(judge_id) for judge_id, _ in panel]
-            result = majority_vote(votes)
+            votes = [spelling(item_key, votes_by_judge.get(judge_id)) for judge_id, _ in panel]
+            result = majority_vote(votes, na_labels=())
             created.append(
                 EnsembleLabel(
                     run=run,
@@ -95,3 +96,25 @@ def ensemble_compute(*, run: JudgeRun, item_order: Sequence[str]) -> int:
             )
     EnsembleLabel.objects.bulk_create(created, batch_size=500)
     return len(created)
+
+
+def _spellers(run: JudgeRun) -> Callable[[str, str | None], str | None]:
+    """Return a function giving a judge label in its item's own spelling (the one normaliser).
+
+    "Yes", "YES" and "yes" vote together as the item's "yes"; a label the item does not have
+    is kept as given (folded for the vote), never dropped or turned into another label.
+    """
+    from corpus.instruments.labels import UnknownAnswer, instrument_labels
+
+    items = instrument_labels(run.instrument) if run.instrument_id else {}
+
+    def spell(item_key: str, label: str | None) -> str | None:
+        labels = items.get(item_key)
+        if label is None or labels is None:
+            return label
+        try:
+            return labels.normalise(label)
+        except UnknownAnswer:
+            return label
+
+    return spell

@@ -30,6 +30,7 @@ from judging.calls import Caller
 from judging.checklist import strip_fence
 from judging.prompts import FLOW_OUTPUT_FORMAT, Turn, render, render_transcript
 from simulation.llm import LLMError
+from stats.labels import fold_label
 
 SCHEMA_NAME = "flow_answer"
 
@@ -55,7 +56,8 @@ class FlowOutcome:
 
 
 def _clean(text: str) -> str:
-    return text.strip().strip("*_`\"'“”[]()").strip().rstrip(".").strip().casefold()
+    # The app's one label fold (stats.labels.fold_label): case and runs of spaces ignored.
+    return fold_label(text.strip().strip("*_`\"'“”[]()").strip().rstrip("."))
 
 
 def _match_exact(answer: str, question: Question) -> Option | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import BasePermission
@@ -21,15 +22,27 @@ class CanReadReports(BasePermission):
 NA = OpenApiParameter("na", str, enum=["exclude", "category"], description="N/A policy")
 
 
+def _answer(payload: dict) -> Response:
+    """Return a report; while a worker computes a cold one, 202 with its progress (poll again)."""
+    if payload.get("pending"):
+        return Response(payload, status=202, headers={"Retry-After": "2"})
+    return Response(payload)
+
+
 class StudyReliabilityView(APIView):
     permission_classes = [CanReadReports]
 
     @extend_schema(parameters=[NA], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, pk: int) -> Response:
-        """Inter-rater reliability per item and pooled, with bootstrap intervals."""
+        """Inter-rater reliability per item and pooled per label set, with bootstrap intervals.
+
+        The payload names the interval method (``interval_method``, ``interval_method_label``),
+        each item's Fleiss variant (``fleiss_variant``) and a precision plan beside each interval.
+        202 with ``pending: true`` and ``progress`` while a cold report is being computed.
+        """
         study = selectors.study_get_for_reports(request.user, pk=pk)
-        na = "category" if request.query_params.get("na") == "category" else "exclude"
-        return Response(services.study_reliability(study=study, na=na))
+        na = selectors.reliability_na(study, request.query_params.get("na"))
+        return _answer(services.study_reliability(study=study, na=na, wait=False))
 
 
 class StudyJudgesView(APIView):
@@ -44,7 +57,9 @@ class StudyJudgesView(APIView):
         except ValueError:
             return Response({"detail": "give ?run=<judge run id>"}, status=400)
         na = "exclude" if request.query_params.get("na") == "exclude" else "category"
-        return Response(services.study_judges_vs_humans(study=study, run_id=run_id, na=na))
+        if not selectors.judge_runs_for_study(study).filter(pk=run_id).exists():
+            raise Http404("no such judge run for this study")
+        return _answer(services.study_judges_vs_humans(study=study, run_id=run_id, na=na, wait=False))
 
 
 class StudyScorecardView(APIView):
@@ -54,7 +69,7 @@ class StudyScorecardView(APIView):
     def get(self, request: Request, pk: int) -> Response:
         """Scores per chatbot from the study's human consensus."""
         study = selectors.study_get_for_reports(request.user, pk=pk)
-        return Response(services.study_scorecard(study=study))
+        return _answer(services.study_scorecard(study=study, wait=False))
 
 
 class RunScorecardView(APIView):
@@ -64,7 +79,8 @@ class RunScorecardView(APIView):
     def get(self, request: Request, pk: int) -> Response:
         """Scores per chatbot from a judge run's ensemble, with the item-level regression."""
         run = selectors.run_get_for_reports(request.user, pk=pk)
-        payload = services.run_scorecard(run=run)
-        if payload.get("kind") == "checklist":
+        payload = services.run_scorecard(run=run, wait=False)
+        if payload.get("kind") == "checklist" and payload.get("scored_items"):
             payload = {**payload, "regression": services.run_regression(run=run)}
-        return Response(payload)
+        return _answer(payload)
+

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class ReportsConfig(AppConfig):
     name = "reports"
     verbose_name = "Reports"
+
+    def ready(self) -> None:
+        # Register the task in every process (services queue it by name) and the report kinds.
+        import reports.services  # noqa: F401
+        import reports.tasks  # noqa: F401

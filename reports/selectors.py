@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 from django.http import Http404
 
 from annotation.models import AssignmentStatus, ConsensusLabel, Rating, RatingStatus, Study
@@ -23,6 +23,21 @@ def study_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int) ->
     if study is None:
         raise Http404("not found")
     return study
+
+
+def reliability_na_default(study: Study) -> str:
+    """Return how the reliability report treats N/A answers unless the reader chooses.
+
+    AMHART reports agreement on yes/no among applicable ratings (N/A excluded); the VERA-MH
+    clinician study counts Not Relevant as a label of its own (a clinical judgment that the
+    dimension does not apply), which is how its published reliability (alpha 0.77) comes out.
+    """
+    return "category" if study.instrument.kind == InstrumentKind.FLOW else "exclude"
+
+
+def reliability_na(study: Study, requested: str | None) -> str:
+    """Return the N/A policy asked for (``exclude`` or ``category``), else the study's default."""
+    return requested if requested in ("exclude", "category") else reliability_na_default(study)
 
 
 def _submitted(study: Study):  # type: ignore[no-untyped-def]
@@ -74,10 +89,8 @@ def study_time_per_rater(study: Study) -> dict[str, list[int]]:
 
 def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
     """Return the human reference label per (conversation code, item) where one exists."""
-    return {
-        (c.conversation.code, c.item_key): c.label
-        for c in ConsensusLabel.objects.filter(study=study).exclude(label="").select_related("conversation")
-    }
+    rows = ConsensusLabel.objects.filter(study=study).exclude(label="").values_list("conversation__code", "item_key", "label")
+    return {(code, item): label for code, item, label in rows}
 
 
 # user_llm: the short name a ratings file gives (kept when a transcript fills the conversation later),
@@ -103,12 +116,74 @@ def study_section_with_design(study: Study) -> list[dict]:
 
 
 def study_consensus_rows(study: Study) -> list[dict]:
-    """Return human consensus labels with the design columns scorecards need (unresolved = None)."""
+    """Return human consensus labels with the design columns scorecards need.
+
+    Only the main instrument's items (never the study section); a label without consensus
+    (unresolved, too few ratings) is None. Each row also carries ``provenance`` and
+    ``provisional``; calibration conversations are left out.
+    """
     domains = dict(study.instrument.items.values_list("key", "domain"))
-    qs = ConsensusLabel.objects.filter(study=study).exclude(item_key__startswith="section:").select_related(
-        "conversation__persona", "conversation__target"
+    calibration = set(study.study_conversations.filter(is_calibration=True).values_list("conversation_id", flat=True))
+    qs = (
+        ConsensusLabel.objects.filter(study=study)
+        .exclude(item_key__startswith="section:")
+        .exclude(conversation_id__in=calibration)
+        .select_related("conversation__persona", "conversation__target")
     )
-    return [design_row(c.conversation, c.item_key, c.label, domains) for c in qs]
+    return [
+        {**design_row(c.conversation, c.item_key, c.label, domains), "provenance": c.provenance, "provisional": c.provisional}
+        for c in qs
+    ]
+
+
+def study_text_answers(study: Study, keys: list[str]) -> list[dict]:
+    """Return the submitted free-text answers of the main instrument's text items, per conversation."""
+    wanted = set(keys)
+    out = []
+    for rating in _submitted(study).select_related("assignment__conversation__target").order_by(
+        "assignment__conversation__code", "assignment__rater__username"
+    ):
+        conversation = rating.assignment.conversation
+        target = conversation.target
+        for key, entry in (rating.answers.get("main") or {}).items():
+            if key in wanted and str(entry.get("value") or "").strip():
+                out.append({
+                    "chatbot": f"{target.code} · {target.model}" if target else "(unknown)",
+                    "conversation": conversation.code, "item": key,
+                    "rater": rating.assignment.rater.get_username(), "text": str(entry["value"]).strip(),
+                })
+    return out
+
+
+def consensus_status_on(study: Study, keys: list[str]) -> dict[str, int]:
+    """Return how many consensus labels of these items exist per provenance, and how many are provisional."""
+    rows = ConsensusLabel.objects.filter(study=study, item_key__in=keys).values_list("provenance", "provisional")
+    out: dict[str, int] = {}
+    for provenance, provisional in rows:
+        out[provenance] = out.get(provenance, 0) + 1
+        out["provisional"] = out.get("provisional", 0) + bool(provisional)
+    return out
+
+
+def consensus_resolves_disagreement(study: Study) -> bool:
+    """Tell whether any consensus label was reached despite dissent (majority, tie-break, adjudication).
+
+    If none was, every consensus label is one all its raters gave, so each rater agrees with
+    the consensus by construction (two raters per conversation, ties unresolved).
+    """
+    return (
+        ConsensusLabel.objects.filter(study=study, disagreement__gt=0)
+        .exclude(label="")
+        .exclude(item_key__startswith="section:")
+        .exists()
+    )
+
+
+def study_completion(study: Study) -> dict[str, int]:
+    """Return the study's active (non-calibration) assignments and how many are submitted."""
+    qs = study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN)
+    counts = qs.aggregate(total=Count("id"), submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)))
+    return {"total": counts["total"] or 0, "submitted": counts["submitted"] or 0}
 
 
 def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
@@ -162,14 +237,6 @@ def study_ratings_export_rows(study: Study) -> list[list]:
     return rows
 
 
-def study_consensus_export_rows(study: Study) -> list[list]:
-    return [
-        [c.conversation.code, c.item_key, c.label, c.provenance, c.n_ratings, c.disagreement,
-         c.adjudicated_by.get_username() if c.adjudicated_by else "", c.reason]
-        for c in ConsensusLabel.objects.filter(study=study).select_related("conversation", "adjudicated_by").order_by("conversation__code", "item_key")
-    ]
-
-
 def run_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int):  # type: ignore[no-untyped-def]
     from judging.selectors import run_get_for_user
 
@@ -191,6 +258,18 @@ def run_ensemble_rows(run) -> list[dict]:  # type: ignore[no-untyped-def]
         .select_related("conversation__persona", "conversation__target")
     )
     return [design_row(e.conversation, e.item_key, e.label, domains) for e in qs]
+
+
+def run_ensemble_rows_with_status(run) -> tuple[list[dict], dict[str, int], int]:  # type: ignore[no-untyped-def]
+    """Return a run's ensemble rows, the provenance counts of those without a label, and how
+    many conversations the integrity checks flagged (left out, never scored)."""
+    from judging.models import EnsembleLabel
+
+    rows = run_ensemble_rows(run)
+    blank = EnsembleLabel.objects.filter(run=run, label="").exclude(conversation__integrity_ok=False)
+    provenances = dict(blank.values_list("provenance").annotate(n=Count("id")).values_list("provenance", "n"))
+    flagged = EnsembleLabel.objects.filter(run=run, conversation__integrity_ok=False).values("conversation_id").distinct().count()
+    return rows, provenances, flagged
 
 
 def design_row(conversation, item_key: str, label: str, domains: dict[str, str]) -> dict:  # type: ignore[no-untyped-def]

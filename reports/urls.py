@@ -15,6 +15,7 @@ urlpatterns = [
     path("studies/<int:pk>/judges/", views.judges, name="judges"),
     path("studies/<int:pk>/judges.csv", views.judges_csv, name="judges-csv"),
     path("studies/<int:pk>/export.zip", views.study_export, name="study-export"),
+    path("jobs/<int:job>/", views.report_job, name="job"),
     path("runs/<int:pk>/scorecard/", views.run_scorecard, name="run-scorecard"),
     path("runs/<int:pk>/scorecard/<slug:table>.csv", views.run_scorecard_csv, name="run-scorecard-csv"),
 ]

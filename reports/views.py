@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import json
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from annotation.consensus.selectors import consensus_summary
+from annotation.models import Study
 from core.csvstream import csv_response
 from core.permissions import roles_required
 from core.roles import Role
-from reports import selectors, services
+from reports import jobs, selectors, services
+from reports.reliability import reliability_csv as reliability_csv_rows
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
-STAT_COLUMNS = [
-    ("n_units", "Units"),
-    ("n_raters", "Raters"),
-    ("n_ratings", "Ratings"),
-    ("percent_agreement", "Agreement"),
-    ("fleiss_kappa", "Fleiss κ"),
-    ("fleiss_p0", "P0"),
-    ("fleiss_pe", "Pe"),
-    ("cohen_kappa_mean", "Mean Cohen κ"),
-    ("krippendorff_alpha", "Krippendorff α"),
-    ("gwet_ac1", "Gwet AC1"),
-]
 
 
 @roles_required(*REPORT_ROLES)
@@ -33,56 +24,92 @@ def report_index(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/index.html", {"studies": selectors.study_list_for_reports(request.user)})
 
 
-def _na(request: HttpRequest) -> str:
-    return "category" if request.GET.get("na") == "category" else "exclude"
+def _na(request: HttpRequest, study: Study) -> str:
+    return selectors.reliability_na(study, request.GET.get("na"))
+
+
+def _fitted_range(values: list[float]) -> tuple[float, float]:
+    """Return a colour range fitted to the data (never flat), inside 0..1."""
+    if not values:
+        return 0.0, 1.0
+    low, high = min(values), max(values)
+    pad = max(0.02, (high - low) * 0.1)
+    return max(0.0, low - pad), min(1.0, high + pad)
+
+
+def _pair_heatmap(data: dict) -> str | None:
+    raters = data.get("raters") or {}
+    names = raters.get("names") or []
+    if len(names) < 2:
+        return None
+    matrix, shared = raters["pair_agreement"], raters.get("pair_shared") or {}
+    z = [[matrix[a][b] if a != b else None for b in names] for a in names]
+    present = [v for row in z for v in row if v is not None]
+    if not present:
+        return None
+    zmin, zmax = _fitted_range(present)
+    text = [[("" if v is None else f"{100 * v:.1f}%<br>n={shared.get(a, {}).get(b, 0)}") for v, b in zip(row, names, strict=True)]
+            for row, a in zip(z, names, strict=True)]
+    return json.dumps({"z": z, "x": names, "y": names, "zmin": zmin, "zmax": zmax, "text": text})
+
+
+def _pending(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """Render the page's progress state while a worker computes the report."""
+    return render(request, template, {**context, "pending": context["data"]}, status=202)
 
 
 @roles_required(*REPORT_ROLES)
 def reliability(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    data = services.study_reliability(study=study, na=_na(request))
-    heatmap = None
-    if data.get("raters"):
-        names = data["raters"]["names"]
-        matrix = data["raters"]["pair_agreement"]
-        heatmap = json.dumps(
-            {
-                "z": [[matrix[a][b] if a != b else None for b in names] for a in names],
-                "x": names,
-                "y": names,
-            }
-        )
-    return render(
-        request,
-        "reports/reliability.html",
-        {"study": study, "data": data, "columns": STAT_COLUMNS, "na": _na(request), "heatmap": heatmap},
-    )
+    data = services.study_reliability(study=study, na=_na(request, study), wait=False)
+    context = {"study": study, "data": data, "na": _na(request, study), "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
+    if data.get("pending"):
+        return _pending(request, "reports/reliability.html", context)
+    context["section_measured"] = any(item.get("n_units_pairable") for item in (data.get("section") or {}).values())
+    rows = []
+    info = data.get("items_info") or {}
+    main = data.get("main") or {}
+    for index, group in enumerate(main.get("groups", [])):
+        rows.append({"pooled": True, "key": "Pooled", "text": f"{len(group['items'])} items with labels {' / '.join(group['labels'])}", "item": group["pooled"], "group": index})
+        rows += [
+            {"pooled": False, "key": key, "text": (info.get(key) or {}).get("text", ""), "number": (info.get(key) or {}).get("number", ""), "item": item}
+            for key, item in main.get("items", {}).items() if item.get("group") == index
+        ]
+    na_declared = list(dict.fromkeys(x for v in info.values() for x in v.get("na_labels", [])))
+    context.update({"rows": rows, "heatmap": _pair_heatmap(data), "na_declared": na_declared})
+    return render(request, "reports/reliability.html", context)
 
 
 @roles_required(*REPORT_ROLES)
 def reliability_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    data = services.study_reliability(study=study, na=_na(request))
-    ci_names = ["percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1"]
-    header = ["item", *[c for c, _ in STAT_COLUMNS], *[f"{c}_ci_low" for c in ci_names], *[f"{c}_ci_high" for c in ci_names], "base_rates", "flags", "notes"]
-    main = data.get("main") or {}
-    named = [("pooled", main.get("pooled"))] + list((main.get("items") or {}).items())
-    rows = []
-    for name, item in named:
-        if not item:
-            continue
-        cis = [item.get(f"{c}_ci") or [None, None] for c in ci_names]
-        rows.append(
-            [name, *[item.get(c) for c, _ in STAT_COLUMNS], *[ci[0] for ci in cis], *[ci[1] for ci in cis],
-             json.dumps(item.get("base_rates", {})), "; ".join(item.get("flags", [])), "; ".join(item.get("notes", []))]
-        )
-    return _csv_response(f"study-{study.pk}-reliability-{_na(request)}.csv", header, rows)
+    data = services.study_reliability(study=study, na=_na(request, study))
+    header, rows = reliability_csv_rows(data)
+    return _csv_response(f"study-{study.pk}-reliability-{_na(request, study)}.csv", header, rows)
+
+
+@roles_required(*REPORT_ROLES)
+def report_job(request: HttpRequest, job: int) -> JsonResponse:
+    """Return the progress of a report being computed (the page polls it), for its readers only."""
+    owner = jobs.job_owner(job)
+    if owner is None:
+        raise Http404("no such report job")
+    if "study" in owner:
+        selectors.study_get_for_reports(request.user, pk=int(owner["study"]))
+    elif "run" in owner:
+        selectors.run_get_for_reports(request.user, pk=int(owner["run"]))
+    else:
+        raise Http404("no such report job")
+    return JsonResponse(jobs.job_state(job) or {})
 
 
 @roles_required(*REPORT_ROLES)
 def realism(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    data = services.study_realism(study=study)
+    data = services.study_realism(study=study, wait=False)
+    if data.get("pending"):
+        return _pending(request, "reports/realism.html", {"study": study, "data": data})
     heatmaps = {
         name: json.dumps({"z": block["counts"], "x": block["labels"], "y": block["labels"]})
         for name, block in data["design_vs_perceived"].items()
@@ -106,9 +133,13 @@ def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
 @roles_required(*REPORT_ROLES)
 def scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    data = services.study_scorecard(study=study)
+    data = services.study_scorecard(study=study, wait=False)
     csv_base = reverse("reports:scorecard", args=[study.pk])
-    return render(request, "reports/scorecard.html", {"study": study, "data": data, "chart": _score_chart(data), "csv_base": csv_base})
+    context = {"study": study, "data": data, "csv_base": csv_base, "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
+    if data.get("pending"):
+        return _pending(request, "reports/scorecard.html", context)
+    return render(request, "reports/scorecard.html", {**context, "chart": _score_chart(data), "sections": _score_sections(data)})
 
 
 @roles_required(*REPORT_ROLES)
@@ -123,36 +154,41 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
     runs = list(selectors.judge_runs_for_study(study)[:50])
     run_id, na = _run_and_na(request)
     run_id = run_id or (runs[0].pk if runs else None)
-    data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na) if run_id else None
+    if run_id and run_id not in {r.pk for r in runs} and not selectors.judge_runs_for_study(study).filter(pk=run_id).exists():
+        raise Http404("no such judge run for this study")
+    data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na, wait=False) if run_id else None
+    context = {"study": study, "runs": runs, "run_id": run_id, "na": na, "data": data, "completion": selectors.study_completion(study),
+               "consensus": consensus_summary(study)}
+    if data and data.get("pending"):
+        return _pending(request, "reports/judges.html", context)
     matrices = {}
-    if data and data.get("vs_consensus"):
-        for comparison in data["vs_consensus"]["pooled"]:
-            confusion = comparison["confusion"]
-            matrices[comparison["rater"]] = {"z": confusion["counts"], "labels": confusion["labels"]}
-    return render(
-        request,
-        "reports/judges.html",
-        {"study": study, "runs": runs, "run_id": run_id, "na": na, "data": data, "matrices": json.dumps(matrices)},
-    )
+    for index, group in enumerate((data or {}).get("groups", [])):
+        for comparison in group.get("vs_consensus", []):
+            matrices[f"{index}:{comparison['rater']}"] = {"rater": comparison["rater"], **comparison["matrix"]}
+    context["matrices"] = json.dumps(matrices)
+    return render(request, "reports/judges.html", context)
 
 
 @roles_required(*REPORT_ROLES)
 def judges_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
     run_id, na = _run_and_na(request)
-    if not run_id:
-        raise Http404("choose a run")
+    if not run_id or not selectors.judge_runs_for_study(study).filter(pk=run_id).exists():
+        raise Http404("choose a judge run of this study")
     data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na)
-    header = ["comparison", "item", "rater", "reference", "n", "percent_agreement", "cohen_kappa"]
-    consensus = data.get("vs_consensus") or {}
-    groups = [("vs_consensus", "pooled", consensus.get("pooled", []))]
-    groups += [("vs_consensus", item, comps) for item, comps in consensus.get("items", {}).items()]
-    groups += [("judge_vs_rater", "pooled", data.get("vs_raters", [])), ("rater_vs_rater", "pooled", data.get("human_pairs", []))]
-    rows = [
-        [kind, item, c["rater"], c["reference"], c["n"], c["percent_agreement"], c["cohen_kappa"]]
-        for kind, item, comps in groups
-        for c in comps
-    ]
+    header = ["comparison", "label_set", "item", "item_text", "rater", "reference", "n", "percent_agreement", "cohen_kappa",
+              "n_judge_missing", "n_no_consensus"]
+    info = data.get("items_info") or {}
+    rows = []
+    for group in data.get("groups", []):
+        labels = " / ".join(group["labels"])
+        parts = [("vs_consensus", "pooled", group.get("vs_consensus", []))]
+        parts += [("vs_consensus", item, comps) for item, comps in group.get("per_item", {}).items()]
+        parts += [("judge_vs_rater", "pooled", group.get("vs_raters", [])), ("rater_vs_rater", "pooled", group.get("human_pairs", []))]
+        for kind, item, comps in parts:
+            for c in comps:
+                rows.append([kind, labels, item, (info.get(item) or {}).get("text", ""), c["rater"], c["reference"], c["n"],
+                             c["percent_agreement"], c["cohen_kappa"], c.get("n_rater_missing"), c.get("n_reference_missing")])
     return _csv_response(f"study-{study.pk}-run-{run_id}-judges.csv", header, rows)
 
 
@@ -174,14 +210,18 @@ def study_export(request: HttpRequest, pk: int) -> HttpResponse:
 @roles_required(*REPORT_ROLES)
 def run_scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_reports(request.user, pk=pk)
-    data = services.run_scorecard(run=run)
+    data = services.run_scorecard(run=run, wait=False)
+    context = {"study": None, "run": run, "data": data, "csv_base": reverse("reports:run-scorecard", args=[run.pk])}
+    if data.get("pending"):
+        return _pending(request, "reports/scorecard.html", context)
     references = {k: v for k in ("chatbot", "diagnosis", "severity", "sex") if (v := request.GET.get(f"ref_{k}"))}
-    regression = services.run_regression(run=run, references=references) if data.get("kind") == "checklist" else None
+    regression = None
+    if data.get("kind") == "checklist" and data.get("scored_items"):
+        regression = services.run_regression(run=run, references=references, wait=False)
     return render(
         request,
         "reports/scorecard.html",
-        {"study": None, "run": run, "data": data, "chart": _score_chart(data), "regression": regression,
-         "csv_base": reverse("reports:run-scorecard", args=[run.pk])},
+        {**context, "chart": _score_chart(data), "sections": _score_sections(data), "regression": regression},
     )
 
 
@@ -208,16 +248,44 @@ def _csv_response(filename: str, header: list, rows: list[list]) -> HttpResponse
 
 
 def _score_chart(data: dict) -> str | None:
+    """Return the chart of the scorecard, in one unit: percent for AMHART, 0-100 for VERA-MH."""
     if data.get("empty"):
         return None
     if data.get("kind") == "checklist":
-        rows, x = data["by_chatbot_persona"], "persona"
-        y = "mean_score"
+        rows = data.get("by_chatbot_persona") or []
+        x, y, scale = "persona", "mean_score", 100.0
+        axes = {"x": "Persona", "y": "Mean score (% yes of yes + no)"}
     else:
-        rows, x = data["by_chatbot_dimension"], "dimension"
-        y = "score"
+        rows = data.get("by_chatbot_dimension") or []
+        x, y, scale = "dimension", "score", 1.0
+        axes = {"x": "Dimension", "y": "VERA-MH score (0–100)"}
+    if not rows:
+        return None
     chatbots = sorted({r["chatbot"] for r in rows})
-    return json.dumps([
-        {"type": "bar", "name": cb, "x": [r[x] for r in rows if r["chatbot"] == cb], "y": [r[y] for r in rows if r["chatbot"] == cb]}
+    traces = [
+        {"type": "bar", "name": cb, "x": [r[x] for r in rows if r["chatbot"] == cb],
+         "y": [None if r[y] is None else r[y] * scale for r in rows if r["chatbot"] == cb]}
         for cb in chatbots
-    ])
+    ]
+    return json.dumps({"traces": traces, "axes": axes})
+
+
+def _score_sections(data: dict) -> dict:
+    """Return the distribution tables grouped per item for the page (category and 1-5 items)."""
+    info = data.get("items_info") or {}
+    items: dict[str, dict] = {}
+    for row in data.get("by_chatbot_item") or []:
+        entry = items.setdefault(row["item"], {"key": row["item"], "text": (info.get(row["item"]) or {}).get("text", ""), "labels": [], "rows": {}})
+        entry["rows"][row["chatbot"]] = {**row, "shares": {}}
+    for row in data.get("distribution") or []:
+        entry = items.get(row["item"])
+        if entry is None:
+            continue
+        if row["label"] not in entry["labels"]:
+            entry["labels"].append(row["label"])
+        entry["rows"][row["chatbot"]]["shares"][row["label"]] = (row["n"], row["share"])
+    for entry in items.values():
+        entry["rows"] = [
+            {**r, "cells": [r["shares"].get(label, (0, None)) for label in entry["labels"]]} for r in entry["rows"].values()
+        ]
+    return {"distributions": list(items.values())}

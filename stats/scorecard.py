@@ -12,7 +12,8 @@ failed, an unresolved consensus) are counted and never scored.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -96,6 +97,57 @@ def vera_mh_scorecard(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> dict[str
                 **{label: (int(counts.get(label, 0)) / total if total else None) for label in VERA_MH_LABELS},
             })
     return _clean(out)
+
+
+def label_distributions(
+    rows: Sequence[dict[str, Any]] | pd.DataFrame,
+    labels: Mapping[str, Sequence[str]],
+    *,
+    ordinal: Iterable[str] = (),
+    na_labels: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Return category and ordinal items as label distributions per chatbot.
+
+    ``rows`` hold ``conversation``, ``chatbot``, ``item`` and ``label`` (None: missing);
+    ``labels`` maps each item to its labels in scale order (only these items are described).
+    Returns ``distribution`` (long form: chatbot, item, label, n, share of the item's present
+    labels; every label listed, zeros included) and ``by_chatbot_item`` (chatbot, item,
+    n_labels, n_missing, and for ``ordinal`` items the mean and median of the numeric labels,
+    the item's ``na_labels`` left out). A label outside the item's labels is counted under its
+    own name (never dropped). No Django; pandas only for grouping.
+    """
+    frame = pd.DataFrame(rows)
+    if frame.empty or not labels:
+        return {"distribution": [], "by_chatbot_item": []}
+    frame = frame[frame["item"].isin(list(labels))]
+    ordinal = set(ordinal)
+    na_labels = na_labels or {}
+    distribution: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+    for (chatbot, item), group in frame.groupby(["chatbot", "item"], sort=True):
+        present = [str(x) for x in group["label"] if not (x is None or (isinstance(x, float) and math.isnan(x)))]
+        counts = pd.Series(present, dtype=object).value_counts()
+        names = list(dict.fromkeys([*labels[item], *counts.index]))
+        for name in names:
+            n = int(counts.get(name, 0))
+            distribution.append({"chatbot": chatbot, "item": item, "label": name, "n": n,
+                                 "share": n / len(present) if present else None})
+        row: dict[str, Any] = {"chatbot": chatbot, "item": item, "n_labels": len(present),
+                               "n_missing": int(len(group) - len(present))}
+        if item in ordinal:
+            values = [float(x) for x in present if x not in set(na_labels.get(item, ())) and _is_number(x)]
+            row["mean"] = statistics.fmean(values) if values else None
+            row["median"] = statistics.median(values) if values else None
+        summary.append(row)
+    return _clean({"distribution": distribution, "by_chatbot_item": summary})
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _clean(value: Any) -> Any:

@@ -158,10 +158,11 @@ def consensus_entries(study: Study) -> QuerySet[ConsensusLabel]:
 
 def consensus_csv_rows(study: Study) -> tuple[list[str], list[list[Any]]]:
     """Return the consensus in long form: one row per conversation x item."""
-    header = ["conversation", "external_id", "item", "label", "provenance", "n_ratings", "votes",
-              "disagreement", "adjudicated_by", "reason"]
+    header = ["conversation", "external_id", "item", "label", "provenance", "n_ratings", "n_expected",
+              "provisional", "in_adjudication_queue", "votes", "disagreement", "adjudicated_by", "reason"]
     rows = [
         [e.conversation.code, e.conversation.external_id, e.item_key, e.label, e.provenance, e.n_ratings,
+         e.n_expected, e.provisional, in_adjudication_queue(e),
          "; ".join(f"{k}={v}" for k, v in sorted(e.votes.items())), e.disagreement,
          e.adjudicated_by.get_username() if e.adjudicated_by else "", e.reason]
         for e in consensus_entries(study)
@@ -169,13 +170,26 @@ def consensus_csv_rows(study: Study) -> tuple[list[str], list[list[Any]]]:
     return header, rows
 
 
+def in_adjudication_queue(entry: ConsensusLabel) -> bool:
+    """Tell whether a label is in the adjudication queue (the rule of :func:`adjudication_queue`)."""
+    return entry.provenance not in NOT_QUEUED and not entry.provisional and entry.disagreement > 0
+
+
+NOT_QUEUED = (ConsensusProvenance.ADJUDICATED, ConsensusProvenance.TOO_FEW, ConsensusProvenance.SINGLE)
+
+
 def adjudication_queue(study: Study) -> QuerySet[ConsensusLabel]:
-    """Return the labels waiting for an adjudicator: unresolved first, then most disputed."""
+    """Return the labels waiting for an adjudicator: unresolved first, then most disputed.
+
+    The queue holds final (not provisional) labels that are unresolved or were decided with
+    dissent (majority, plurality, senior's tie-break); see :func:`consensus_summary`. Labels
+    with too few ratings wait for ratings, provisional ones for their open assignments.
+    """
     unresolved_first = Case(When(provenance=ConsensusProvenance.UNRESOLVED, then=Value(0)), default=Value(1),
                             output_field=IntegerField())
     return (
-        study.consensus.exclude(provenance=ConsensusProvenance.ADJUDICATED)
-        .filter(disagreement__gt=0)
+        study.consensus.exclude(provenance__in=NOT_QUEUED)
+        .filter(provisional=False, disagreement__gt=0)
         .select_related("conversation")
         .annotate(unresolved_first=unresolved_first)
         .order_by("unresolved_first", "-disagreement", "conversation__code", "item_key")
@@ -247,8 +261,8 @@ def adjudication_conversation_case(study: Study, *, conversation_id: int) -> Con
             assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
         )
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
-        .select_related("assignment__rater")
-        .order_by("assignment__rater__username")
+        .select_related("assignment__rater", "assignment__external_rater")
+        .order_by("assignment__rater__username", "assignment__external_rater__label")
     )
     dimension_of: dict[str, str] = {}
     if study.instrument.kind == InstrumentKind.FLOW:
@@ -262,7 +276,7 @@ def adjudication_conversation_case(study: Study, *, conversation_id: int) -> Con
             member = members.get(rating.assignment.rater_id)
             answers.append(
                 RaterAnswer(
-                    username=rating.assignment.rater.get_username(),
+                    username=rating.assignment.rater_name,
                     rater_label=member.rater_label if member else "",
                     is_senior=bool(member and member.is_senior),
                     label=labels[rating.pk].get(entry.item_key, ""),
@@ -274,6 +288,91 @@ def adjudication_conversation_case(study: Study, *, conversation_id: int) -> Con
     conversation = entries[0].conversation
     messages = list(conversation.messages.order_by("turn_index"))
     return ConversationCase(conversation, cases, messages)
+
+
+@dataclass(frozen=True)
+class ConsensusSummary:
+    """Counts of a study's consensus labels that add up, shown alike on every page and export.
+
+    ``provenances`` (value, label, count) covers every label once: their counts sum to
+    ``total``. ``provisional`` counts the consensus labels reached while some assignment of the
+    conversation is still open (part of those counts too; they may change);
+    ``n_open_conversations`` the conversations with an open assignment. The adjudication queue is ``queue = unresolved + disputed``: final
+    labels without a consensus (``unresolved``), and final labels decided with dissent
+    (``disputed``: majority, plurality or senior's tie-break with disagreement > 0).
+    ``waiting`` are provisional labels that would otherwise be in the queue.
+    """
+
+    total: int
+    provenances: list[tuple[str, str, int]]
+    provisional: int
+    too_few: int
+    unresolved: int
+    disputed: int
+    waiting: int
+    n_open_conversations: int
+    min_ratings: int
+
+    @property
+    def queue(self) -> int:
+        return self.unresolved + self.disputed
+
+    @property
+    def decided(self) -> int:
+        """Labels a report can use (everything with a label)."""
+        return self.total - self.too_few - sum(n for v, _, n in self.provenances if v == ConsensusProvenance.UNRESOLVED)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "by_provenance": {value: n for value, _, n in self.provenances},
+            "provisional": self.provisional,
+            "too_few": self.too_few,
+            "unresolved": self.unresolved,
+            "disputed": self.disputed,
+            "queue": self.queue,
+            "waiting": self.waiting,
+            "decided": self.decided,
+            "open_conversations": self.n_open_conversations,
+            "min_ratings": self.min_ratings,
+        }
+
+
+def consensus_summary(study: Study) -> ConsensusSummary:
+    """Return the study's consensus counts (one aggregate query)."""
+    from django.db.models import Count, Q
+
+    waiting_out = Q(provenance__in=NOT_QUEUED)
+    in_queue = (Q(provenance=ConsensusProvenance.UNRESOLVED) | Q(disagreement__gt=0)) & ~waiting_out
+    rows = study.consensus.values("provenance", "provisional").annotate(
+        n=Count("id"), queued=Count("id", filter=in_queue), labelled=Count("id", filter=~Q(label="")),
+        unresolved=Count("id", filter=Q(provenance=ConsensusProvenance.UNRESOLVED)),
+    )
+    by_provenance: Counter[str] = Counter()
+    provisional = unresolved = disputed = waiting = 0
+    open_conversations = set(
+        study.consensus.filter(provisional=True).values_list("conversation_id", flat=True).distinct()
+    )
+    for row in rows:
+        by_provenance[row["provenance"]] += row["n"]
+        if row["provisional"]:
+            provisional += row["labelled"]
+            waiting += row["queued"]
+        else:
+            unresolved += row["unresolved"]
+            disputed += row["queued"] - row["unresolved"]
+    legend = [(value, label, by_provenance.get(value, 0)) for value, label in ConsensusProvenance.choices]
+    return ConsensusSummary(
+        total=sum(by_provenance.values()),
+        provenances=legend,
+        provisional=provisional,
+        too_few=by_provenance.get(ConsensusProvenance.TOO_FEW, 0),
+        unresolved=unresolved,
+        disputed=disputed,
+        waiting=waiting,
+        n_open_conversations=len(open_conversations),
+        min_ratings=study.min_ratings_for_consensus,
+    )
 
 
 def adjudicated_entries(study: Study) -> QuerySet[ConsensusLabel]:

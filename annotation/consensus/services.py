@@ -20,8 +20,10 @@ from annotation.models import (
     TiePolicy,
 )
 from annotation.studies.services import study_event
+from corpus.instruments.labels import ItemLabels, UnknownAnswer, instrument_labels
 from corpus.models import InstrumentKind, Scale
 from stats import consensus as modal_consensus
+from stats.labels import UnknownLabelError
 
 PROVENANCE = {
     "unanimous": ConsensusProvenance.UNANIMOUS,
@@ -53,12 +55,62 @@ def rating_labels(study: Study, rating: Rating) -> dict[str, str]:
     return labels
 
 
+def consensus_labels_of(study: Study) -> dict[str, ItemLabels]:
+    """Return the labels of every consensus item (main instrument, then "section:KEY")."""
+    labels = {k: v for k, v in instrument_labels(study.instrument).items() if not v.is_text}
+    if study.section is not None:
+        section = instrument_labels(study.section, prefix="section:")
+        labels.update({k: v for k, v in section.items() if v.scale in SECTION_SCALES})
+    return labels
+
+
+def _expected_ratings(study: Study) -> tuple[dict[int, int], dict[int, int]]:
+    """Return, per conversation, its active assignments and how many of them are submitted."""
+    expected: dict[int, int] = defaultdict(int)
+    submitted: dict[int, int] = defaultdict(int)
+    rows = (
+        study.assignments.filter(is_calibration=False)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .values_list("conversation_id", "status")
+    )
+    for conversation_id, status in rows:
+        expected[conversation_id] += 1
+        submitted[conversation_id] += status == AssignmentStatus.SUBMITTED
+    return expected, submitted
+
+
+def _modal(by_rater: dict[str, str], labels: ItemLabels | None, tie_policy: str, senior: str | None) -> Any:
+    canonical = labels.labels if labels is not None and labels.labels else None
+    try:
+        return modal_consensus(by_rater, tie_policy=tie_policy, tie_breaker=senior, na_labels=(), canonical=canonical)
+    except UnknownLabelError:
+        # A stored label the item does not have (an instrument edited after rating): vote on
+        # it as given rather than fail the whole study's consensus.
+        return modal_consensus(by_rater, tie_policy=tie_policy, tie_breaker=senior, na_labels=())
+
+
 @transaction.atomic
 def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = None) -> dict[str, int]:
-    """Recompute every non-adjudicated consensus label of a study from its submitted ratings."""
+    """Recompute every non-adjudicated consensus label of a study from its submitted ratings.
+
+    The rules, stated on the consensus page:
+
+    * an item of a conversation with fewer than ``study.min_ratings_for_consensus`` ratings has
+      no consensus (provenance "too_few", no label): one rating agrees with nobody;
+    * otherwise the modal label (case and spacing ignored, the item's own spelling), ties by
+      the study's tie policy, unresolved ties to adjudication;
+    * a label is ``provisional`` while some active assignment of its conversation is not
+      submitted (``n_expected`` says how many ratings are expected): it may still change;
+    * adjudicated labels keep their label; their votes and counts are refreshed;
+    * labels of items nobody rates any more (a withdrawn rating) are removed, unless adjudicated.
+    """
+    # of=("self",): the section is a nullable join, which PostgreSQL cannot lock.
     study = Study.objects.select_for_update(of=("self",)).select_related("instrument", "section").get(pk=study.pk)
     senior_id = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
     senior = f"u{senior_id}" if senior_id is not None else None  # keys as Assignment.rater_key
+    tie_policy = "tie_breaker" if study.tie_policy == TiePolicy.SENIOR and senior else "unresolved"
+    minimum = max(1, study.min_ratings_for_consensus)
+    item_labels = consensus_labels_of(study)
     ratings = (
         Rating.objects.filter(
             assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED
@@ -71,31 +123,38 @@ def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = No
     for rating in ratings:
         for key, label in rating_labels(study, rating).items():
             votes[(rating.assignment.conversation_id, key)][rating.assignment.rater_key] = label
+    expected, submitted = _expected_ratings(study)
     existing = {(c.conversation_id, c.item_key): c for c in study.consensus.all()}
     counts: dict[str, int] = defaultdict(int)
     to_create, to_update = [], []
     for (conversation_id, key), by_rater in votes.items():
-        result = modal_consensus(
-            by_rater,
-            tie_policy="tie_breaker" if study.tie_policy == TiePolicy.SENIOR and senior else "unresolved",
-            tie_breaker=senior,
-        )
-        provenance = PROVENANCE.get(result.provenance, ConsensusProvenance.UNRESOLVED)
-        tally = dict(result.votes) if isinstance(result.votes, dict) else {str(k): v for k, v in result.votes}
+        result = _modal(by_rater, item_labels.get(key), tie_policy, senior)
+        n = result.n_ratings
+        if n < minimum:
+            provenance = ConsensusProvenance.TOO_FEW
+        elif n == 1:
+            provenance = ConsensusProvenance.SINGLE
+        else:
+            provenance = PROVENANCE.get(result.provenance, ConsensusProvenance.UNRESOLVED)
+        decided = provenance not in (ConsensusProvenance.UNRESOLVED, ConsensusProvenance.TOO_FEW)
+        tally = {str(k): v for k, v in result.votes}
         top = max(tally.values()) if tally else 0
+        n_expected = max(expected.get(conversation_id, 0), n)
         fields: dict[str, Any] = {
-            "label": "" if provenance == ConsensusProvenance.UNRESOLVED else str(result.label),
+            "label": str(result.label) if decided and result.label is not None else "",
             "provenance": provenance,
             "votes": tally,
-            "n_ratings": result.n_ratings,
-            "disagreement": round(1 - top / result.n_ratings, 6) if result.n_ratings else 0.0,
+            "n_ratings": n,
+            "disagreement": round(1 - top / n, 6) if n else 0.0,
+            "n_expected": n_expected,
+            "provisional": submitted.get(conversation_id, 0) < expected.get(conversation_id, 0),
         }
-        current = existing.get((conversation_id, key))
+        current = existing.pop((conversation_id, key), None)
         if current is None:
             to_create.append(ConsensusLabel(study=study, conversation_id=conversation_id, item_key=key, **fields))
         elif current.provenance == ConsensusProvenance.ADJUDICATED:
-            current.votes, current.n_ratings = fields["votes"], fields["n_ratings"]
-            current.disagreement = fields["disagreement"]
+            for name in ("votes", "n_ratings", "disagreement", "n_expected", "provisional"):
+                setattr(current, name, fields[name])
             to_update.append(current)
             provenance = ConsensusProvenance.ADJUDICATED
         else:
@@ -103,9 +162,15 @@ def study_compute_consensus(*, study: Study, actor: AbstractBaseUser | None = No
                 setattr(current, name, value)
             to_update.append(current)
         counts[provenance] += 1
+    stale = [c.pk for c in existing.values() if c.provenance != ConsensusProvenance.ADJUDICATED]
+    ConsensusLabel.objects.filter(pk__in=stale).delete()
+    if len(existing) > len(stale):
+        counts[ConsensusProvenance.ADJUDICATED] += len(existing) - len(stale)
     ConsensusLabel.objects.bulk_create(to_create)
-    ConsensusLabel.objects.bulk_update(to_update, ["label", "provenance", "votes", "n_ratings", "disagreement"])
-    study_event(study=study, actor=actor, action="consensus_computed", counts=dict(counts))
+    ConsensusLabel.objects.bulk_update(
+        to_update, ["label", "provenance", "votes", "n_ratings", "disagreement", "n_expected", "provisional"]
+    )
+    study_event(study=study, actor=actor, action="consensus_computed", counts=dict(counts), removed=len(stale))
     return dict(counts)
 
 
@@ -120,6 +185,12 @@ def consensus_adjudicate(
     if entry is None:
         raise AnnotationError("not found", status=404)
     label = label.strip()
+    item = consensus_labels_of(study).get(entry.item_key)
+    if item is not None:
+        try:
+            label = item.normalise(label) or ""
+        except UnknownAnswer:
+            pass  # reported below with the allowed labels
     allowed = set(entry.votes) | _allowed_labels(study, entry.item_key)
     if label not in allowed:
         raise AnnotationError(f"'{label}' is not a label of this item; allowed: {', '.join(sorted(allowed))}")

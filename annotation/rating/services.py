@@ -19,11 +19,11 @@ from annotation.errors import AnnotationError, RatingConflict
 from annotation.models import Assignment, AssignmentStatus, Rating, RatingRevision, RatingStatus
 from annotation.studies.services import assignment_touch
 from corpus.instruments.flow import Flow, FlowError, walk
+from corpus.instruments.labels import UnknownAnswer, item_labels
 from corpus.models import InstrumentKind, Item, Scale
 
 PARTS = ("main", "section")
-YES_NO = {"yes": "yes", "y": "yes", "no": "no", "n": "no"}
-NA = {"n/a": "N/A", "na": "N/A", "not applicable": "N/A"}
+SHORTCUTS = {"y": "yes", "n": "no"}
 
 
 def _items(assignment: Assignment, part: str) -> dict[str, Item]:
@@ -38,23 +38,27 @@ def _items(assignment: Assignment, part: str) -> dict[str, Item]:
 
 
 def normalise_value(item: Item, value: Any) -> str:
-    """Return the stored form of an answer, or raise ``AnnotationError`` saying what is allowed."""
+    """Return the stored form of an answer, or raise ``AnnotationError`` saying what is allowed.
+
+    The one label normaliser (``corpus.instruments.labels``): the item's own spelling whatever
+    the case or spacing, N/A spellings as the item's N/A answer; "y"/"n" are the form's
+    keyboard shortcuts for yes/no.
+    """
     text = "" if value is None else str(value).strip()
     if item.scale == Scale.TEXT:
         return text
     if item.scale in (Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN):
-        low = text.lower()
-        if low in YES_NO:
-            return YES_NO[low]
-        if low in NA or text == "N/A":
-            if item.scale == Scale.YES_NO_NA and item.na_allowed:
-                return "N/A"
-            raise AnnotationError(f"N/A is not allowed for item {item.key}: answer yes or no")
-    else:
-        for allowed in item.allowed_labels():
-            if text.casefold() == allowed.casefold():
-                return allowed
-    raise AnnotationError(f"'{text}' is not an answer to item {item.key}; allowed: {', '.join(item.allowed_labels())}")
+        text = SHORTCUTS.get(text.lower(), text)
+    labels = getattr(item, "_labels", None)
+    if labels is None:
+        labels = item._labels = item_labels(item)  # type: ignore[attr-defined]
+    try:
+        stored = labels.normalise(text)
+    except UnknownAnswer as exc:
+        raise AnnotationError(str(exc)) from None
+    if stored is None:
+        raise AnnotationError(f"'' is not an answer to item {item.key}; allowed: {', '.join(labels.labels)}")
+    return stored
 
 
 def _check_calibration_gate(assignment: Assignment) -> None:

@@ -110,7 +110,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
             conversation_ids=ids, created_by=request.user, coordinators=[request.user], raters=v["raters"],
             raters_per_conversation=v["raters_per_conversation"], composition=v["composition"] or None,
             tie_policy=v["tie_policy"], senior_rater=v["senior"], selection=record,
-            calibration=v["calibration_map"] or None,
+            calibration=v["calibration_map"] or None, min_ratings_for_consensus=v["min_ratings_for_consensus"],
         )
         return Response(StudySerializer(reads.study_get_for_coordinator(request.user, pk=study.pk)).data, status=201)
 
@@ -176,8 +176,9 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
     @action(detail=True, methods=["post"], url_path="consensus/compute")
     def consensus_compute(self, request: Request, pk: str) -> Response:
         """Recompute the consensus from submitted ratings (adjudicated labels are kept)."""
-        counts = study_compute_consensus(study=self.get_object(), actor=request.user)
-        return Response({"counts": counts})
+        study = self.get_object()
+        counts = study_compute_consensus(study=study, actor=request.user)
+        return Response({"counts": counts, "summary": consensus_reads.consensus_summary(study).as_dict()})
 
     @extend_schema(
         parameters=[OpenApiParameter("queue", bool, description="only the adjudication queue, most disputed first")],

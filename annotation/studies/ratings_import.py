@@ -43,6 +43,7 @@ from annotation.rating.services import normalise_value
 from annotation.studies.services import study_event
 from core.problems import ImportRejected, Problem, ProblemList
 from corpus.instruments.flow import LABELS as FLOW_LABELS
+from corpus.instruments.labels import UnknownAnswer, instrument_labels
 from corpus.models import Conversation, InstrumentKind, Item
 
 COLUMNS = ("unit", "rater", "item", "label")
@@ -106,6 +107,7 @@ class _Items:
         self.section: dict[str, Item] = (
             {i.key: i for i in study.section.items.all()} if study.section is not None else {}
         )
+        self.dimensions = instrument_labels(study.instrument) if self.flow else {}
 
     def resolve(self, key: str) -> tuple[str, str] | None:
         if key.startswith("section:") and key[8:] in self.section:
@@ -119,10 +121,10 @@ class _Items:
     def normalise(self, part: str, key: str, label: str) -> str:
         item = self.main[key] if part == "main" else self.section[key]
         if item is None:  # a question-flow dimension: one of the four labels
-            match = next((x for x in FLOW_LABELS if x.casefold() == label.casefold()), None)
-            if match is None:
-                raise AnnotationError(f"'{label}' is not a label of dimension {key}; allowed: {', '.join(FLOW_LABELS)}")
-            return match
+            try:
+                return self.dimensions[key].normalise(label) or ""
+            except UnknownAnswer:
+                raise AnnotationError(f"'{label}' is not a label of dimension {key}; allowed: {', '.join(FLOW_LABELS)}") from None
         return normalise_value(item, label)
 
     def known(self) -> str:

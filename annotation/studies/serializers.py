@@ -29,7 +29,7 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = [
             "id", "name", "description", "instrument", "section", "raters_per_conversation", "composition",
-            "tie_policy", "calibration_required", "selection", "sample_seed", "assignment_seed",
+            "tie_policy", "min_ratings_for_consensus", "calibration_required", "selection", "sample_seed", "assignment_seed",
             "blinding_lifted", "is_demo", "created_at", "n_conversations", "raters",
         ]
 
@@ -89,6 +89,9 @@ class StudyCreateSerializer(serializers.Serializer):
     raters_per_conversation = serializers.IntegerField(min_value=1, max_value=20, default=2)
     composition = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
     tie_policy = serializers.ChoiceField(choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION)
+    min_ratings_for_consensus = serializers.IntegerField(
+        min_value=1, max_value=20, default=2, help_text="an item with fewer ratings has no consensus"
+    )
     senior_rater = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
     calibration = CalibrationInputSerializer(many=True, required=False, default=list)
 
@@ -237,8 +240,8 @@ class ConsensusLabelSerializer(serializers.ModelSerializer):
     class Meta:
         model = ConsensusLabel
         fields = [
-            "id", "conversation", "item_key", "label", "provenance", "votes", "n_ratings", "disagreement",
-            "adjudicated_by", "reason", "updated_at",
+            "id", "conversation", "item_key", "label", "provenance", "votes", "n_ratings", "n_expected",
+            "provisional", "disagreement", "adjudicated_by", "reason", "updated_at",
         ]
 
 

@@ -60,6 +60,7 @@ def study_create(
     selection: dict | None = None,
     calibration: dict[int, dict] | None = None,
     reliability_threshold: float = 0.5,
+    min_ratings_for_consensus: int = 2,
 ) -> Study:
     """Create a study with its conversations, coordinators and raters (with a label each).
 
@@ -81,6 +82,8 @@ def study_create(
     if senior_rater is not None and senior_rater.pk not in {user.pk for user, _ in raters}:
         # Otherwise no membership is marked senior and every tie silently stays unresolved.
         raise AnnotationError("the senior rater must be one of the study's raters")
+    if min_ratings_for_consensus < 1:
+        raise AnnotationError("an item needs at least one rating before it has a consensus")
     try:
         slots_needed(raters_per_conversation, composition)
     except AssignmentDesignError as exc:
@@ -99,6 +102,7 @@ def study_create(
         selection=selection or {},
         sample_seed=(selection or {}).get("seed"),
         reliability_threshold=reliability_threshold,
+        min_ratings_for_consensus=min_ratings_for_consensus,
         calibration_required=bool(calibration),
     )
     calibration = calibration or {}

@@ -79,6 +79,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
                 raters_per_conversation=data["raters_per_conversation"], composition=data["composition"] or None,
                 tie_policy=data["tie_policy"], senior_rater=data["senior"], selection=record,
                 calibration=data["calibration_map"] or None,
+                min_ratings_for_consensus=data.get("min_ratings_for_consensus") or 2,
             )
         except AnnotationError as exc:
             form.add_error(None, str(exc))
@@ -282,13 +283,15 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
         request, filters=consensus_reads.CONSENSUS_FILTERS, columns=CONSENSUS_COLUMNS, default_sort="code"
     )
     rows = table.sorted(consensus_reads.consensus_rows(consensus.rows, show=table.show, q=table.q))
+    summary = consensus_reads.consensus_summary(study)
     context = {
         "study": study,
         "manages": reads.user_manages_study(request.user, study),
         "consensus": consensus,
         "table": table,
         "page": table.paginate(rows),
-        "n_queue": consensus_reads.adjudication_queue(study).count(),
+        "summary": summary,
+        "n_queue": summary.queue,
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
 
@@ -329,6 +332,7 @@ def _queue_context(request: HttpRequest, study: Any, conversation_id: int | None
         "titles": consensus_reads.item_titles(study),
         "done": consensus_reads.adjudicated_entries(study)[:50],
         "chosen": {},
+        "summary": consensus_reads.consensus_summary(study),
         **extra,
     }
 

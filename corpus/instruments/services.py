@@ -43,6 +43,7 @@ def instrument_create_from_spec(
         description=spec.description,
         source=spec.source,
         flow=spec.flow,
+        na_labels=spec.effective_na_labels(),
         content_hash=content_hash,
         is_builtin=is_builtin,
         created_by=created_by if getattr(created_by, "pk", None) else None,

@@ -12,6 +12,8 @@ from typing import Any
 
 from core.problems import ImportRejected, Problem
 from core.yamlspec import Document
+from corpus.instruments.flow import LABELS as FLOW_LABELS
+from corpus.instruments.flow import NOT_RELEVANT as FLOW_NOT_RELEVANT
 from corpus.instruments.flow import Flow, validate_flow
 
 SCALES = ("yes_no_na", "yes_no", "ordinal_1_5", "categories", "boolean", "text")
@@ -37,9 +39,18 @@ class InstrumentSpec:
     items: tuple[dict[str, Any], ...]
     flow: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The answers that mean "not applicable" instrument-wide (flows: dimension labels); empty:
+    # the kind's default (flows: Not Relevant; checklists: each item's own scale).
+    na_labels: tuple[str, ...] = ()
+
+    def effective_na_labels(self) -> list[str]:
+        """Return the declared N/A labels, or the kind's default (flows: ["Not Relevant"])."""
+        if self.na_labels:
+            return list(self.na_labels)
+        return [FLOW_NOT_RELEVANT] if self.kind == "flow" else []
 
     def hash_payload(self) -> dict[str, Any]:
-        return {
+        payload = {
             "key": self.key,
             "name": self.name,
             "kind": self.kind,
@@ -48,6 +59,12 @@ class InstrumentSpec:
             "items": list(self.items),
             "flow": self.flow,
         }
+        # Only a declaration that differs from the default enters the hash, so instruments
+        # imported before N/A labels were declarable keep their identity (no new version).
+        default = [FLOW_NOT_RELEVANT] if self.kind == "flow" else []
+        if self.effective_na_labels() != default:
+            payload["na_labels"] = self.effective_na_labels()
+        return payload
 
 
 def _text(doc: Document, data: dict, path: list, name: str, problems: list[Problem], *, required: bool = True) -> str:
@@ -78,13 +95,18 @@ def parse_instrument_spec(text: str, file: str = "instrument.yaml") -> Instrumen
         problems.append(doc.problem(["kind"], f"unknown kind '{kind}'; expected one of {', '.join(KINDS)}"))
     description = _text(doc, data, [], "description", problems, required=False)
     source = _text(doc, data, [], "source", problems, required=False)
+    na_labels = tuple(_label_list(doc, data, [], problems))
+    if kind == "flow":
+        for index, label in enumerate(na_labels):
+            if label not in FLOW_LABELS:
+                problems.append(doc.problem(["na_labels", index], f"'{label}' is not a dimension label; expected one of {', '.join(FLOW_LABELS)}"))
 
     if kind == "flow":
         flow = _parse_flow(doc, data, problems)
         if problems:
             raise ImportRejected(problems)
         assert flow is not None
-        return InstrumentSpec(key, name, kind, description, source, (), flow.to_dict())
+        return InstrumentSpec(key, name, kind, description, source, (), flow.to_dict(), na_labels=na_labels)
 
     raw_items = data.get("items")
     if not isinstance(raw_items, list) or not raw_items:
@@ -106,9 +128,38 @@ def parse_instrument_spec(text: str, file: str = "instrument.yaml") -> Instrumen
             else:
                 seen[item["key"]] = index
         items.append(item)
+    for index, label in enumerate(na_labels):
+        if not any(_folds_into(label, _item_labels(i)) for i in items):
+            problems.append(doc.problem(["na_labels", index], f"'{label}' is not an answer of any item"))
     if problems:
         raise ImportRejected(problems)
-    return InstrumentSpec(key, name, kind, description, source, tuple(items))
+    return InstrumentSpec(key, name, kind, description, source, tuple(items), na_labels=na_labels)
+
+
+def _label_list(doc: Document, data: dict, path: list, problems: list[Problem]) -> list[str]:
+    """Return the optional ``na_labels`` list of texts at ``path``."""
+    raw = data.get("na_labels")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str | int | float) and str(x).strip() for x in raw):
+        problems.append(doc.problem([*path, "na_labels"], "'na_labels' must be a list of answers (texts)"))
+        return []
+    return list(dict.fromkeys(str(x).strip() for x in raw))
+
+
+def _item_labels(item: dict[str, Any]) -> list[str]:
+    scale = item.get("scale")
+    if scale == "yes_no_na":
+        return ["yes", "no", "N/A"] if item.get("na_allowed") else ["yes", "no"]
+    if scale in ("yes_no", "boolean"):
+        return ["yes", "no"]
+    if scale == "ordinal_1_5":
+        return ["1", "2", "3", "4", "5"]
+    return list(item.get("categories") or [])
+
+
+def _folds_into(label: str, labels: list[str]) -> bool:
+    return label.casefold() in {x.casefold() for x in labels}
 
 
 def _parse_item(doc: Document, raw: dict, path: list, problems: list[Problem]) -> dict[str, Any]:
@@ -158,6 +209,18 @@ def _parse_item(doc: Document, raw: dict, path: list, problems: list[Problem]) -
     else:
         scale_labels = {str(k): str(v) for k, v in labels_raw.items()}
     number = raw.get("number", "")
+    declared_na = _label_list(doc, raw, path, problems)
+    extra: dict[str, Any] = {}
+    if declared_na:
+        labels = _item_labels({"scale": scale, "na_allowed": bools["na_allowed"], "categories": categories})
+        by_fold = {x.casefold(): x for x in labels}
+        for index, label in enumerate(declared_na):
+            if label.casefold() not in by_fold:
+                allowed = ", ".join(labels) or "(none: free text)"
+                problems.append(doc.problem([*path, "na_labels", index], f"'{label}' is not an answer of this item; its answers are {allowed}"))
+        # Stored in the item's own spelling; only present when declared, so the content hash of
+        # instruments written before this field existed does not change.
+        extra["na_labels"] = [by_fold.get(x.casefold(), x) for x in declared_na]
     return {
         "key": key,
         "number": "" if number is None else str(number),
@@ -170,6 +233,7 @@ def _parse_item(doc: Document, raw: dict, path: list, problems: list[Problem]) -
         "required": bools["required"],
         "applicability": str(raw.get("applicability") or "").strip(),
         "help": help_clean,
+        **extra,
     }
 
 

@@ -309,3 +309,7 @@ EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_
 # Launch checks: before a simulation batch or judge run starts, each model gets one small call.
 EVALSITE_PREFLIGHT = os.environ.get("EVALSITE_PREFLIGHT", "1").lower() not in ("0", "false", "no", "off")
 EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", "30"))
+
+# Precision planning on the reliability report: the confidence-interval width it aims at; beside
+# each interval the page estimates how many more doubly-rated conversations would reach it.
+REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))

@@ -387,7 +387,7 @@ def test_page_queries_do_not_grow_with_the_study(coordinator, django_assert_max_
     client.get(reverse(name, args=[small.pk]))  # warm the session
     with CaptureQueriesContext(connection) as on_small:
         assert client.get(reverse(name, args=[small.pk])).status_code == 200
-    assert len(on_small) <= 15
+    assert len(on_small) <= 17  # the adjudication page: its queue and the consensus summary
     with django_assert_max_num_queries(len(on_small)):
         assert client.get(reverse(name, args=[large.pk])).status_code == 200
 

@@ -43,6 +43,7 @@ NOT_PAGES = {
     "annotation:study-adjudicate-conversation": "POST action",
     "corpus:conversation-content-warning": "POST action (a form on the conversation page)",
     "corpus:conversation-link-personas": "POST action (a button on the conversation list)",
+    "reports:job": "JSON progress of a report being computed (polled by the report pages)",
 }
 
 

@@ -61,7 +61,9 @@ def test_judges_are_compared_with_consensus_and_with_each_rater(study_with_run, 
     from reports.services import study_judges_vs_humans
 
     data = study_judges_vs_humans(study=study, run_id=run.pk)
-    pooled = {c["rater"]: c for c in data["vs_consensus"]["pooled"]}
+    assert len(data["groups"]) == 1  # the 14 AMHART items share the yes/no label set
+    group = data["groups"][0]
+    pooled = {c["rater"]: c for c in group["vs_consensus"]}
     assert {"judge-a", "judge-b"} <= set(pooled)
     judges, ensemble, _ = judge_rows_for_study(study, run.pk)
     expected = reference_agreement([*judges, *ensemble], study_consensus_map(study), na="category", reference_name="consensus")
@@ -73,8 +75,8 @@ def test_judges_are_compared_with_consensus_and_with_each_rater(study_with_run, 
     assert pooled["judge-a"]["n"] == 14 * 3 - 1
     assert pooled["judge-a"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 1
     assert pooled["judge-b"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 0
-    assert len(data["human_pairs"]) == 1 and data["human_envelope"]["agreement_min"] == pytest.approx(41 / 42)
-    assert set(data["judge_vs_raters_mean"]) == {"judge-a", "judge-b"}
+    assert len(group["human_pairs"]) == 1 and group["human_envelope"]["agreement_min"] == pytest.approx(41 / 42)
+    assert set(group["judge_vs_raters_mean"]) == {"judge-a", "judge-b"}
 
 
 def test_judges_page_and_csv(study_with_run, coordinator, clinician, outsider):
@@ -135,7 +137,7 @@ def test_report_api_serves_the_same_figures_and_guards_access(study_with_run, co
     study, run, _ = study_with_run
     client = client_for(coordinator)
     judges = client.get(f"/api/v1/reports/studies/{study.pk}/judges/?run={run.pk}").json()
-    assert {c["rater"] for c in judges["vs_consensus"]["pooled"]} >= {"judge-a", "judge-b"}
+    assert {c["rater"] for c in judges["groups"][0]["vs_consensus"]} >= {"judge-a", "judge-b"}
     assert client.get(f"/api/v1/reports/studies/{study.pk}/judges/").status_code == 400
     reliability = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/").json()
     assert reliability["main"]["pooled"]["n_raters"] == 2

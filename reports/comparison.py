@@ -1,0 +1,204 @@
+"""Judges against humans: one comparison model for any judge run.
+
+A judge is compared with humans only on the items both rate: the study instrument's items (or
+question-flow dimensions) that the run labelled, never the study's own rating section (perceived
+risk, disclosure, realism), which no judge answers. Every label, human or judge, goes through
+the study item's normaliser, so label sets match per item; a judge label the item does not have
+is counted (``n_off_scale``), never compared. Per item: agreement, Cohen's kappa and a confusion
+matrix (rows: human consensus, columns: the judge). Pooled figures are given per group of items
+that share a label set. Missing counts count what is missing: ``n_judge_missing`` are items
+with a consensus that the judge did not label (a failed call, a missing label), and
+``n_no_consensus`` items the judge labelled that have no human consensus (unresolved, too few
+ratings, not rated yet).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from annotation.consensus.services import consensus_labels_of
+from annotation.models import Study
+from corpus.instruments.labels import ItemLabels, UnknownAnswer
+from reports import selectors
+from reports.jobs import Progress
+from reports.reliability import group_order, label_groups, normalise_rows
+from stats import rater_pair_agreement, reference_agreement
+
+Row = tuple[str, str, str, str | None]
+
+
+def _judge_rows(rows: Sequence[Row], labels: dict[str, ItemLabels], na: str) -> tuple[list[Row], dict[str, Counter[str]]]:
+    """Return judge rows on the shared items in the items' spelling; count labels off the scale.
+
+    ``off_scale`` counts, per judge and item, the labels that are none of the item's labels.
+    """
+    out: list[Row] = []
+    off_scale: dict[str, Counter[str]] = defaultdict(Counter)
+    for unit, judge, item, label in rows:
+        spec = labels.get(item)
+        if spec is None:
+            continue
+        try:
+            clean = spec.normalise(label)
+        except UnknownAnswer:
+            off_scale[judge][item] += 1
+            clean = None
+        if clean is not None and na == "exclude" and spec.is_na(clean):
+            continue
+        out.append((unit, judge, item, clean))
+    return out, off_scale
+
+
+def _matrix(comparison: dict[str, Any]) -> dict[str, Any]:
+    confusion = comparison["confusion"]
+    return {"labels": confusion["labels"], "counts": confusion["counts"], "n": confusion["n"]}
+
+
+def compute_judges(study: Study, run_id: int, na: str, progress: Progress) -> dict[str, Any]:
+    """Return the judges-vs-humans payload of a study and a judge run."""
+    progress(0.05, "reading judge labels, ratings and consensus")
+    study_labels = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
+    judge_raw, ensemble_raw, warnings = selectors.judge_rows_for_study(study, run_id)
+    judged_items = {r[2] for r in [*judge_raw, *ensemble_raw]}
+    shared = {k: v for k, v in study_labels.items() if k in judged_items}
+    payload: dict[str, Any] = {
+        "run": run_id,
+        "na_policy": na,
+        "warnings": warnings,
+        "items_compared": list(shared),
+        "items_info": {k: {"text": v.text, "number": v.number, "labels": list(v.labels)} for k, v in shared.items()},
+        "items_not_judged": [k for k in study_labels if k not in judged_items],
+        "judge_items_not_in_study": sorted(judged_items - set(study_labels)),
+    }
+    if not judge_raw and not ensemble_raw:
+        payload["empty"] = "This run has no labels for the study's conversations."
+        return payload
+    if not shared:
+        payload["empty"] = (
+            "This run labels none of the study instrument's items (it judged "
+            f"{', '.join(sorted(judged_items)[:5])}{'…' if len(judged_items) > 5 else ''}), so there is nothing to compare."
+        )
+        return payload
+    judges, off_scale = _judge_rows(judge_raw, shared, na)
+    ensemble, ensemble_off = _judge_rows(ensemble_raw, shared, na)
+    off_scale.update(ensemble_off)
+    judged = {r[0] for r in [*judge_raw, *ensemble_raw]}
+    humans, problems = normalise_rows(selectors.study_ratings_long(study, part="main"), shared)
+    if na == "exclude":
+        humans = [r for r in humans if not shared[r[2]].is_na(r[3])]
+    consensus: dict[tuple[str, str], str] = {}
+    for (unit, item), label in selectors.study_consensus_map(study).items():
+        if item in shared and unit in judged:  # a conversation the run did not judge is not "missing"
+            try:
+                clean = shared[item].normalise(label)
+            except UnknownAnswer:
+                continue
+            if clean is not None and not (na == "exclude" and shared[item].is_na(clean)):
+                consensus[(unit, item)] = clean
+    payload.update({
+        "n_consensus": len(consensus),
+        "label_problems": problems[:20],
+        "off_scale": {j: sum(c.values()) for j, c in off_scale.items()},
+        "consensus_status": selectors.consensus_status_on(study, list(shared)),
+    })
+    groups = label_groups(shared, set(shared))
+    payload["groups"] = []
+    for index, keys in enumerate(groups):
+        progress(0.15 + 0.8 * index / len(groups), f"comparing items {', '.join(keys[:3])}{'…' if len(keys) > 3 else ''}")
+        payload["groups"].append(_group(keys, shared, na, judges, ensemble, humans, consensus, off_scale))
+    return payload
+
+
+def _group(
+    keys: list[str],
+    labels: dict[str, ItemLabels],
+    na: str,
+    judges: list[Row],
+    ensemble: list[Row],
+    humans: list[Row],
+    consensus: dict[tuple[str, str], str],
+    off_scale: dict[str, Counter[str]],
+) -> dict[str, Any]:
+    """Compare judges, ensemble and humans on one group of items that share a label set."""
+    order = group_order(keys, labels)
+    if na == "exclude":
+        order = [x for x in order if not any(labels[k].is_na(x) for k in keys)]
+    wanted = set(keys)
+    machine = [r for r in [*judges, *ensemble] if r[2] in wanted]
+    people = [r for r in humans if r[2] in wanted]
+    reference = {k: v for k, v in consensus.items() if k[1] in wanted}
+    group: dict[str, Any] = {"labels": list(labels[keys[0]].substantive), "order": order, "items": keys}
+    if reference:
+        vs = reference_agreement(machine, reference, na="category", na_labels=(), labels=order, reference_name="consensus")
+        pooled = [c.as_dict() for c in vs.pooled]
+        for c in pooled:
+            c["n_off_scale"] = sum(n for item, n in off_scale.get(c["rater"], Counter()).items() if item in wanted)
+            c["matrix"] = _matrix(c)
+            del c["confusion"]
+        group["vs_consensus"] = pooled
+        group["per_item"] = {}
+        for key in keys:  # each item's matrix on its own labels (no N/A row for a yes/no item)
+            item_reference = {k: v for k, v in reference.items() if k[1] == key}
+            if not item_reference:
+                continue
+            own = [x for x in labels[key].labels if not (na == "exclude" and labels[key].is_na(x))]
+            per_item = reference_agreement(
+                [r for r in machine if r[2] == key], item_reference, na="category", na_labels=(), labels=own,
+                reference_name="consensus",
+            )
+            group["per_item"][key] = [
+                {**{k: v for k, v in c.as_dict().items() if k != "confusion"}, "matrix": _matrix(c.as_dict())}
+                for c in per_item.pooled
+            ]
+    if people:
+        judge_names = [r for r in machine if r[1] != "ensemble"]
+        pairs = rater_pair_agreement(judge_names, people, na="category", na_labels=(), labels=order)
+        vs_raters = [{k: v for k, v in c.as_dict().items() if k != "confusion"} for c in pairs.pooled]
+        human_pairs = rater_pair_agreement(people, people, na="category", na_labels=(), labels=order)
+        envelope = [
+            {k: v for k, v in c.as_dict().items() if k != "confusion"}
+            for c in human_pairs.pooled
+            if str(c.rater) < str(c.reference) and c.n > 0
+        ]
+        group["vs_raters"] = vs_raters
+        group["human_pairs"] = envelope
+        kappas = [c["cohen_kappa"] for c in envelope if c["cohen_kappa"] is not None]
+        agreements = [c["percent_agreement"] for c in envelope if c["percent_agreement"] is not None]
+        group["human_envelope"] = {
+            "kappa_min": min(kappas) if kappas else None,
+            "kappa_max": max(kappas) if kappas else None,
+            "agreement_min": min(agreements) if agreements else None,
+            "agreement_max": max(agreements) if agreements else None,
+            "n_pairs": len(envelope),
+        }
+        per_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for c in vs_raters:
+            if c["n"]:
+                per_judge[c["rater"]].append(c)
+        group["judge_vs_raters_mean"] = {
+            judge: {
+                "kappa": _mean([c["cohen_kappa"] for c in comps]),
+                "agreement": _mean([c["percent_agreement"] for c in comps]),
+                "n_raters": len(comps),
+                "inside": _inside(_mean([c["cohen_kappa"] for c in comps]), group["human_envelope"]),
+            }
+            for judge, comps in per_judge.items()
+        }
+    return group
+
+
+def _inside(kappa: float | None, envelope: dict[str, Any]) -> str | None:
+    low, high = envelope.get("kappa_min"), envelope.get("kappa_max")
+    if kappa is None or low is None or high is None:
+        return None
+    if kappa < low:
+        return "below"
+    return "above" if kappa > high else "inside"
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None

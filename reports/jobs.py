@@ -1,0 +1,195 @@
+"""Reports cached per data version, computed by a Celery task with progress when cold.
+
+Each kind of report registers how to fingerprint its data (``version``) and how to compute it
+(``compute``, which reports its progress through a callback). :func:`report_get` answers from
+the cache when the data has not changed; otherwise it either computes in place (``wait=True``,
+or Celery in eager mode) or claims the row, queues ``reports.tasks.report_compute_task`` and
+returns the pending state, which the page shows as a progress bar until the task is done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from celery import current_app
+from django.db import transaction
+from django.utils import timezone
+
+from core.enqueue import enqueue_on_commit
+from reports.models import ReportCache, ReportStatus
+
+# Bump when a payload's shape or meaning changes: cached payloads of an older format are recomputed.
+PAYLOAD_FORMAT = 2
+# A claim older than this is taken over (its worker died before acks_late redelivered it).
+STALE_AFTER = timedelta(minutes=15)
+# A failed computation is shown with its error; asked for again after this, it is retried.
+RETRY_FAILED_AFTER = timedelta(minutes=1)
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class ReportKind:
+    version: Callable[[dict[str, Any]], str]
+    compute: Callable[[dict[str, Any], Progress], dict[str, Any]]
+
+
+KINDS: dict[str, ReportKind] = {}
+
+
+def register(name: str, *, version: Callable[[dict[str, Any]], str], compute: Callable[[dict[str, Any], Progress], dict[str, Any]]) -> None:
+    """Register a kind of report (done once at import by ``reports.services``)."""
+    KINDS[name] = ReportKind(version, compute)
+
+
+def report_key(kind: str, params: dict[str, Any]) -> str:
+    return f"{kind}:" + ":".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def data_version(kind: str, params: dict[str, Any]) -> str:
+    raw = f"{PAYLOAD_FORMAT}|{KINDS[kind].version(params)}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def runs_inline() -> bool:
+    """Tell whether Celery runs tasks in place (tests, scripts): then a report is computed now."""
+    return bool(current_app.conf.task_always_eager)
+
+
+def _cache_info(row: ReportCache, hit: bool) -> dict[str, Any]:
+    return {"hit": hit, "computed_at": row.computed_at.isoformat(), "seconds": row.seconds, "job": row.pk}
+
+
+def pending_state(row: ReportCache) -> dict[str, Any]:
+    """Return what the page and the API show while a report is being computed."""
+    return {
+        "pending": True,
+        "status": row.status,
+        "progress": row.progress,
+        "stage": row.stage,
+        "error": row.error,
+        "job": row.pk,
+        "started_at": row.started_at.isoformat() if row.started_at else None,
+    }
+
+
+def report_get(kind: str, params: dict[str, Any], *, wait: bool = True) -> dict[str, Any]:
+    """Return the report's payload (with ``_cache``), or its pending state (``pending: True``).
+
+    ``wait=False`` (pages, API): a cold report is queued and the pending state returned at
+    once, unless Celery runs in place. ``wait=True`` (exports, scripts): computed now if needed.
+    """
+    key = report_key(kind, params)
+    version = data_version(kind, params)
+    row = ReportCache.objects.filter(key=key).first()
+    if row is not None and row.data_version == version and row.status == ReportStatus.READY:
+        return {**row.payload, "_cache": _cache_info(row, True)}
+    if wait or runs_inline():
+        return _compute_now(kind, params, key, version)
+    fresh_claim = (
+        row is not None
+        and row.data_version == version
+        and row.status == ReportStatus.COMPUTING
+        and row.started_at is not None
+        and timezone.now() - row.started_at < STALE_AFTER
+    )
+    failed_just_now = (
+        row is not None
+        and row.data_version == version
+        and row.status == ReportStatus.FAILED
+        and row.started_at is not None
+        and timezone.now() - row.started_at < RETRY_FAILED_AFTER
+    )
+    if fresh_claim or failed_just_now:
+        return pending_state(row)  # type: ignore[arg-type]
+    return pending_state(_claim(kind, params, key, version))
+
+
+@transaction.atomic
+def _claim(kind: str, params: dict[str, Any], key: str, version: str) -> ReportCache:
+    row, _ = ReportCache.objects.select_for_update().update_or_create(
+        key=key,
+        defaults={
+            "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
+            "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
+        },
+        create_defaults={
+            "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
+            "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
+            "payload": {},
+        },
+    )
+    enqueue_on_commit("reports.tasks.report_compute_task", [row.pk])
+    return row
+
+
+def _compute_now(kind: str, params: dict[str, Any], key: str, version: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    payload = KINDS[kind].compute(params, lambda fraction, stage: None)
+    seconds = time.perf_counter() - started
+    payload = json.loads(json.dumps(payload))  # what the cache returns later: same types now
+    row, _ = ReportCache.objects.update_or_create(
+        key=key,
+        defaults={
+            "kind": kind, "params": params, "data_version": version, "payload": payload, "seconds": seconds,
+            "status": ReportStatus.READY, "progress": 1.0, "stage": "", "error": "",
+        },
+    )
+    return {**payload, "_cache": _cache_info(row, False)}
+
+
+def report_compute(*, cache_id: int) -> str:
+    """Compute a claimed report, writing its progress as it goes; return the final status.
+
+    Safe to run twice: a row already ready at its version is left alone. The result is stored
+    only if the row still asks for the version computed (newer data re-claims the row).
+    """
+    row = ReportCache.objects.filter(pk=cache_id).first()
+    if row is None or row.kind not in KINDS:
+        return "gone"
+    if row.status == ReportStatus.READY:
+        return row.status
+    version = row.data_version
+
+    def progress(fraction: float, stage: str) -> None:
+        ReportCache.objects.filter(pk=cache_id, data_version=version).update(
+            progress=max(0.0, min(1.0, fraction)), stage=stage[:200]
+        )
+
+    progress(0.0, "starting")
+    started = time.perf_counter()
+    try:
+        payload = KINDS[row.kind].compute(dict(row.params), progress)
+    except Exception as exc:  # the page shows the error instead of spinning forever
+        ReportCache.objects.filter(pk=cache_id, data_version=version).update(
+            status=ReportStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], stage="failed"
+        )
+        raise
+    seconds = time.perf_counter() - started
+    ReportCache.objects.filter(pk=cache_id, data_version=version).update(
+        payload=json.loads(json.dumps(payload)), seconds=seconds, status=ReportStatus.READY,
+        progress=1.0, stage="", error="", computed_at=timezone.now(),
+    )
+    return ReportStatus.READY
+
+
+def job_state(cache_id: int) -> dict[str, Any] | None:
+    """Return a job's state for the progress poll (None when there is no such job)."""
+    row = ReportCache.objects.filter(pk=cache_id).first()
+    if row is None:
+        return None
+    state = pending_state(row)
+    state["pending"] = row.status != ReportStatus.READY
+    return state
+
+
+def job_owner(cache_id: int) -> dict[str, Any] | None:
+    """Return the parameters of a job (which study or run it belongs to), for access checks."""
+    row = ReportCache.objects.filter(pk=cache_id).only("params").first()
+    return None if row is None else dict(row.params)

@@ -1,0 +1,22 @@
+"""Celery adapters of the reports: take the cache row's id, call one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from reports.jobs import report_compute
+
+SOFT_TIME_LIMIT = 20 * 60
+TIME_LIMIT = SOFT_TIME_LIMIT + 60
+
+
+@shared_task(
+    name="reports.tasks.report_compute_task",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=SOFT_TIME_LIMIT,
+    time_limit=TIME_LIMIT,
+)
+def report_compute_task(cache_id: int) -> str:
+    """Compute one claimed report (a ``ReportCache`` row); return its status."""
+    return report_compute(cache_id=cache_id)
