@@ -112,8 +112,23 @@ def _execute_chunk(run_ids: list[int], threads: int) -> dict:
         durations[run_id] = time.perf_counter() - started
         return outcome.status
 
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        outcomes = list(pool.map(one, run_ids))
+    from simulation.simulate import simulation_runs_execute_inline
+
+    started = time.perf_counter()
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        res = simulation_runs_execute_inline(run_ids=run_ids, threads=threads)
+        prof.disable()
+        prof.dump_stats(os.environ["BENCH_PROFILE"])
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
+    else:
+        res = simulation_runs_execute_inline(run_ids=run_ids, threads=threads)
+    outcomes = [o.status for o in res.values()]
+    durations = {r: time.perf_counter() - started for r in run_ids}
     return {
         "durations": durations,
         "outcomes": outcomes,

@@ -219,6 +219,22 @@ def _cost(response: Any) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) else None
 
 
+@functools.lru_cache(maxsize=1024)
+def has_known_price(model: str) -> bool:
+    """Return whether litellm's cost map prices ``model`` (looked up once per model)."""
+    try:
+        info = _litellm().get_model_info(model=model)
+    except Exception:  # litellm raises for a model it does not know
+        return False
+    return info.get("input_cost_per_token") is not None
+
+
+# For a model litellm cannot price, its per-call cost lookup (model map, then every fallback
+# generalization) is a fifth of its CPU per call and ends in "unknown" anyway. A zero custom
+# price short-cuts it; the call record still says the cost is unknown (None), never 0.
+_UNPRICED = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+
+
 @dataclass(frozen=True)
 class PreparedCall:
     """One request, resolved: the litellm arguments (key included), its hash, its rate key."""
@@ -228,6 +244,7 @@ class PreparedCall:
     api_key: str | None
     request_hash: str
     params: dict[str, Any]
+    priced: bool = True
 
 
 def prepare_call(
@@ -255,7 +272,10 @@ def prepare_call(
         kwargs["api_key"] = api_key
     if response_format is not None:
         kwargs["response_format"] = response_format
-    return PreparedCall(spec, kwargs, api_key, rhash, params)
+    priced = "input_cost_per_token" in params or has_known_price(spec.model)
+    if not priced:
+        kwargs.update(_UNPRICED)
+    return PreparedCall(spec, kwargs, api_key, rhash, params, priced)
 
 
 def _reply(call: PreparedCall, response: Any, latency_ms: float, attempt: int) -> LLMResult | LLMError:
@@ -278,7 +298,7 @@ def _reply(call: PreparedCall, response: Any, latency_ms: float, attempt: int) -
         latency_ms=latency_ms,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=_cost(response),
+        cost_usd=_cost(response) if call.priced else None,
         attempts=attempt,
         cached=False,
         request_hash=call.request_hash,
