@@ -1,8 +1,11 @@
 """Writes for judge runs: create, execute one result, refresh progress, cancel, retry.
 
 A run's results are created up front, one row per (judge, conversation, instance), and one
-Celery task fills each. ``judge_result_execute`` is idempotent: a finished row is left alone,
-and only the claim that started a row may store it, so a task delivered twice does no harm.
+Celery task fills each. ``judge_result_job`` (a coroutine for the engine) is idempotent: a
+finished row is left alone, and only the holder of a row's lease may store it, so a task
+delivered twice does no harm. The lease (owner, expiry) is renewed while the result is worked
+on; a result whose lease ran out lost its worker ("stalled"): a worker starting, a worker's
+periodic check, ``retry`` or a redelivered task takes it again, up to the retry limit.
 Every stored result adds its counts, tokens and cost to the run row in the same transaction
 (cheap: no scan of the run); when the counts say the run may be complete, a full recount from
 the result rows (``judge_run_refresh``) settles the totals and votes the ensemble.
@@ -10,16 +13,16 @@ the result rows (``judge_run_refresh``) settles the totals and votes the ensembl
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
-import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
@@ -39,6 +42,7 @@ from judging.material import (
     vote_keys,
 )
 from judging.models import (
+    FINISHED_RUN_STATUSES,
     Judge,
     JudgeLabel,
     JudgeResult,
@@ -46,14 +50,14 @@ from judging.models import (
     ResultStatus,
     RunStatus,
 )
+from simulation.llm.engine import db, local_engine, run_job
+from simulation.run_state import holder_is_dead, new_owner
 
 logger = logging.getLogger("judging")
 
 MAX_INSTANCES = 10
 # The Celery task that judges one result (judging.tasks); queued by name, see core.enqueue.
 JUDGE_RESULT_TASK = "judging.tasks.judge_result_task"
-# A result still "running" after this long lost its worker: a redelivered task may take it.
-STALE_RUNNING = timedelta(minutes=40)
 
 
 def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
@@ -124,38 +128,109 @@ def judge_run_create(
     return run
 
 
-def _claim(result_id: int) -> JudgeResult | None:
-    """Mark a result running and return it, or None when there is nothing to do.
+def lease_seconds() -> float:
+    """Return the stale threshold: a running result whose lease is this old lost its worker."""
+    return float(getattr(settings, "EVALSITE_JUDGE_STALE_SECONDS", 90) or 90)
 
-    One conditional UPDATE decides: a pending row, or a running one whose worker was lost,
-    is taken; ``started_at`` is the claim's token for storing.
+
+def max_attempts() -> int:
+    """Return the retry limit: how many workers may take a result before it fails for good."""
+    return int(getattr(settings, "EVALSITE_JUDGE_MAX_ATTEMPTS", 3) or 3)
+
+
+def _stalled_q(now: Any) -> Q:
+    """Running results whose worker stopped renewing the lease (legacy rows: by start time)."""
+    return Q(status=ResultStatus.RUNNING) & (
+        Q(lease_expires_at__lt=now)
+        | Q(lease_expires_at__isnull=True, started_at__lt=now - timedelta(seconds=lease_seconds()))
+    )
+
+
+def stalled_results(run_id: int | None = None) -> list[int]:
+    """Return the ids of running results whose worker is gone (lease expired, or a dead process)."""
+    now = timezone.now()
+    qs = JudgeResult.objects.filter(status=ResultStatus.RUNNING).exclude(run__status__in=FINISHED_RUN_STATUSES)
+    if run_id is not None:
+        qs = qs.filter(run_id=run_id)
+    found = []
+    stale = now - timedelta(seconds=lease_seconds())
+    for pk, owner, expires, started in qs.values_list("pk", "lease_owner", "lease_expires_at", "started_at"):
+        if (expires is not None and expires < now) or (expires is None and (started is None or started < stale)):
+            found.append(pk)
+        elif owner and holder_is_dead(owner):
+            found.append(pk)
+    return found
+
+
+def _claim(result_id: int, owner: str) -> JudgeResult | str:
+    """Take a result for ``owner`` and return it, or return the status that says why not.
+
+    One conditional UPDATE decides: a pending row, or a running one whose lease ran out (its
+    worker was lost), is taken with a fresh lease. A running row whose holder is a dead process
+    on this host is taken at once. A row taken more than the retry limit allows fails.
     """
     now = timezone.now()
+    lease = {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds())}
+    take = {"status": ResultStatus.RUNNING, "started_at": now, "attempts": F("attempts") + 1, **lease}
     taken = (
         JudgeResult.objects.filter(pk=result_id)
-        .filter(Q(status=ResultStatus.PENDING) | Q(status=ResultStatus.RUNNING, started_at__lt=now - STALE_RUNNING))
-        .update(status=ResultStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
+        .filter(Q(status=ResultStatus.PENDING) | _stalled_q(now))
+        .update(**take)
     )
     if not taken:
-        return None
+        row = JudgeResult.objects.filter(pk=result_id).values_list("status", "lease_owner").first()
+        if row is None:
+            return "gone"
+        status, holder = row
+        if status != ResultStatus.RUNNING or not holder or not holder_is_dead(holder):
+            return status
+        if not JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=holder).update(**take):
+            return status
     result = JudgeResult.objects.select_related("run").get(pk=result_id)
     run = result.run
     if run.status == RunStatus.CANCELLED:
-        JudgeResult.objects.filter(pk=result_id, started_at=now).update(status=ResultStatus.SKIPPED, finished_at=now)
-        return None
+        JudgeResult.objects.filter(pk=result_id, lease_owner=owner).update(
+            status=ResultStatus.SKIPPED, finished_at=now, lease_owner="", lease_expires_at=None
+        )
+        return ResultStatus.SKIPPED
     if run.status == RunStatus.PENDING:
         JudgeRun.objects.filter(pk=run.pk, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
     return result
 
 
-def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], ChecklistOutcome | FlowOutcome]:
+def _renew(result_id: int, owner: str) -> bool:
+    """Extend the lease; False when it is no longer ours (cancelled, or taken over)."""
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(
+        JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=owner).update(
+            lease_expires_at=until
+        )
+    )
+
+
+async def _keep_lease(result_id: int, owner: str, job: asyncio.Task[Any]) -> None:
+    """Renew the lease a few times per stale threshold; stop the job once the lease is lost."""
+    every = max(lease_seconds() / 3.0, 0.05)
+    while True:
+        await asyncio.sleep(every)
+        if not await db(_renew, result_id, owner):
+            job.cancel()
+            return
+
+
+def _material(result: JudgeResult) -> tuple[Any, Any, Any, Any]:
     run = result.run
     snapshot = run.config["judges"][str(result.judge_id)]
     prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
     view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
     material = conversation_material(result.conversation_id)
+    return snapshot, prompt, view, material
+
+
+async def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], ChecklistOutcome | FlowOutcome]:
+    _snapshot, prompt, view, material = await db(_material, result)
     if view.flow is None:
-        outcome: ChecklistOutcome | FlowOutcome = judge_checklist(
+        outcome: ChecklistOutcome | FlowOutcome = await judge_checklist(
             caller=caller,
             prompt=prompt,
             instrument=view.name,
@@ -164,19 +239,35 @@ def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], Check
             items=view.items,
         )
         return checklist_labels(result, view.items, outcome), outcome
-    outcome = judge_flow(caller=caller, prompt=prompt, flow=view.flow, turns=material.turns)
+    outcome = await judge_flow(caller=caller, prompt=prompt, flow=view.flow, turns=material.turns)
     return flow_labels(result, view.flow, outcome), outcome
 
 
-def judge_result_execute(*, result_id: int) -> str:
+def _status_of(result_id: int) -> str:
+    return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).first() or "gone"
+
+
+async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
     """Judge one conversation for one (run, judge, instance); return the row's status.
 
-    Safe to call twice: a finished row is left alone.
+    A coroutine for the engine. Safe to run twice: a finished row is left alone, a row held by
+    a live worker too; only the holder of the lease may store, and a worker that loses its
+    lease (cancelled, or presumed dead and taken over) stops at its next step.
     """
-    result = _claim(result_id)
-    if result is None:
-        return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).get()
+    owner = owner or new_owner("judge")
+    claimed = await db(_claim, result_id, owner)
+    if isinstance(claimed, str):
+        return claimed if claimed != ResultStatus.RUNNING else ResultStatus.RUNNING
+    result = claimed
     run = result.run
+    if result.attempts > max_attempts():
+        error = (
+            f"gave up after {result.attempts - 1} attempt(s): each time its worker stopped "
+            "(killed, out of memory or timed out) before storing the result"
+        )
+        caller = Caller(JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
+        await db(_finish, result, owner, caller, [], ResultStatus.FAILED, "worker_lost", error, [], "")
+        return ResultStatus.FAILED
     config = JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)])
     caller = Caller.for_result(
         config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache
@@ -185,25 +276,30 @@ def judge_result_execute(*, result_id: int) -> str:
     error_kind = error = ""
     path: list[dict[str, str]] = []
     ended_by = ""
+    keeper = asyncio.get_running_loop().create_task(_keep_lease(result_id, owner, asyncio.current_task()))  # type: ignore[arg-type]
     try:
-        labels, outcome = _judge(result, caller)
+        labels, outcome = await _judge(result, caller)
         error_kind, error = outcome.error_kind, outcome.error
         if isinstance(outcome, FlowOutcome):
             path, ended_by = outcome.path, outcome.ended_by
+    except asyncio.CancelledError:
+        if keeper.done():  # the lease was lost: someone else owns the row now; write nothing
+            logger.info("judge result %s: lease lost (cancelled or taken over); stopping", result_id)
+            return await db(_status_of, result_id)
+        raise
     except Exception as exc:  # a bug or a time limit must not leave the row "running"
         logger.exception("judge result %s failed", result_id)
         error_kind, error = "internal", f"{type(exc).__name__}: {exc}"[:2000]
+    finally:
+        keeper.cancel()
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    if _store(result, caller, labels, status, error_kind, error, path, ended_by):
-        counts = JudgeRun.objects.filter(pk=run.pk).values_list("n_done", "n_failed", "n_total", "status").get()
-        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-            judge_run_refresh(run_id=run.pk)
+    await db(_finish, result, owner, caller, labels, status, error_kind, error, path, ended_by)
     return status
 
 
-@transaction.atomic
-def _store(
+def _finish(
     result: JudgeResult,
+    owner: str,
     caller: Caller,
     labels: list[JudgeLabel],
     status: str,
@@ -212,11 +308,37 @@ def _store(
     path: list[dict[str, str]],
     ended_by: str,
 ) -> bool:
-    """Store the outcome and add it to the run's counters; False if the claim was lost."""
+    """Store the outcome; when the run may be complete, recount it and vote the ensemble."""
+    if not _store(result, owner, caller, labels, status, error_kind, error, path, ended_by):
+        return False
+    counts = JudgeRun.objects.filter(pk=result.run_id).values_list("n_done", "n_failed", "n_total", "status").get()
+    if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
+        judge_run_refresh(run_id=result.run_id)
+    return True
+
+
+def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
+    """Run ``judge_result_job`` to the end in the calling thread (its own engine)."""
+    return run_job(lambda: judge_result_job(result_id=result_id, owner=owner))
+
+
+@transaction.atomic
+def _store(
+    result: JudgeResult,
+    owner: str,
+    caller: Caller,
+    labels: list[JudgeLabel],
+    status: str,
+    error_kind: str,
+    error: str,
+    path: list[dict[str, str]],
+    ended_by: str,
+) -> bool:
+    """Store the outcome and add it to the run's counters; False if the lease was lost."""
     totals = caller.totals()
     cost = Decimal(str(round(totals["cost_usd"], 6)))
     stored = JudgeResult.objects.filter(
-        pk=result.pk, status=ResultStatus.RUNNING, started_at=result.started_at
+        pk=result.pk, status=ResultStatus.RUNNING, lease_owner=owner
     ).update(
         status=status,
         error_kind=error_kind,
@@ -231,12 +353,15 @@ def _store(
         cost_usd=cost,
         cost_unknown_calls=totals["cost_unknown_calls"],
         finished_at=timezone.now(),
+        lease_owner="",
+        lease_expires_at=None,
     )
     if not stored:
-        return False  # another worker took the row over (ours was presumed lost)
+        return False  # cancelled, or another worker took the row over (ours was presumed lost)
     if result.attempts > 1:  # a first attempt has no labels to replace
         JudgeLabel.objects.filter(result=result).delete()
-    JudgeLabel.objects.bulk_create(labels)
+    if labels:
+        JudgeLabel.objects.bulk_create(labels)  # one INSERT for all of the result's labels
     caller.commit_accepted()  # cache the accepted replies in the same transaction
     failed = status == ResultStatus.FAILED
     JudgeRun.objects.filter(pk=result.run_id).update(
@@ -292,30 +417,47 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
 
 @transaction.atomic
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
-    """Stop a run: pending results are skipped; results already running finish."""
+    """Stop a run: pending and running results are skipped at once.
+
+    A worker still busy with a result loses its lease: it stops at its next step (or when it
+    renews the lease) and stores nothing. ``retry`` schedules the skipped results again.
+    """
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
     if run.is_finished:
         raise JudgingError(f"the run is already {run.get_status_display().lower()}", status=409)
     run.status = RunStatus.CANCELLED
     run.save(update_fields=["status", "updated_at"])
-    run.results.filter(status=ResultStatus.PENDING).update(
-        status=ResultStatus.SKIPPED, finished_at=timezone.now()
+    run.results.filter(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING]).update(
+        status=ResultStatus.SKIPPED, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
     )
     return judge_run_refresh(run_id=run.pk)
 
 
 @transaction.atomic
 def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
-    """Schedule the failed (and skipped) results again; return how many."""
+    """Schedule the stalled, failed and skipped results again; return how many.
+
+    While the run is going only stalled results (their worker was lost) are taken back; once
+    it has finished, the failed and skipped ones too. A manual retry resets the retry limit.
+    """
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
+    stalled = stalled_results(run.pk)
     if run.status in (RunStatus.PENDING, RunStatus.RUNNING):
-        raise JudgingError("the run is still running; retry once it has finished", status=409)
-    ids = list(
-        run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("pk", flat=True)
-    )
+        if not stalled:
+            raise JudgingError(
+                "the run is still running and no result is stalled; retry failed results once it has finished",
+                status=409,
+            )
+        ids = stalled
+    else:
+        ids = stalled + list(
+            run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("pk", flat=True)
+        )
     if not ids:
         raise JudgingError("nothing to retry: no result failed", status=409)
-    JudgeResult.objects.filter(pk__in=ids).update(status=ResultStatus.PENDING, error_kind="", error="")
+    JudgeResult.objects.filter(pk__in=ids).update(
+        status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None
+    )
     run.status, run.finished_at, run.error = RunStatus.RUNNING, None, ""
     run.save(update_fields=["status", "finished_at", "error", "updated_at"])
     judge_run_refresh(run_id=run.pk)  # the counters no longer include the rescheduled rows
@@ -331,40 +473,34 @@ def judge_run_execute_in_process(
     on_result: Callable[[JudgeResult], None] | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> JudgeRun:
-    """Run a run's pending results on a pool of threads in this process (no worker needed).
+    """Run a run's pending (and stalled) results in this process, ``concurrency`` at once.
 
-    Each thread calls the same function the Celery task calls, with its own database
-    connection, closed when the thread ends. ``shard=(i, n)`` takes only the results whose id
-    is i modulo n, so n processes can share a run.
+    The results are coroutines of this thread's engine, the same job the Celery task runs.
+    ``on_result`` runs as a database step after each. ``shard=(i, n)`` takes only the results
+    whose id is i modulo n, so n processes can share a run.
     """
     index, shards = shard
-    pending: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True):
-        if pk % shards == index:
-            pending.put(pk)
-    errors: list[BaseException] = []
+    ids = [
+        pk
+        for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True)
+        if pk % shards == index
+    ]
+    ids += [pk for pk in stalled_results(run_id) if pk % shards == index]
+    owner = new_owner("inline")
 
-    def worker() -> None:
-        try:
-            while True:
-                try:
-                    pk = pending.get_nowait()
-                except queue.Empty:
-                    return
-                judge_result_execute(result_id=pk)
-                if on_result is not None:
-                    on_result(JudgeResult.objects.get(pk=pk))
-        except BaseException as exc:  # surfaced after join
-            errors.append(exc)
-        finally:
-            close_old_connections()
-            connection.close()
+    async def one(pk: int) -> str:
+        status = await judge_result_job(result_id=pk, owner=owner)
+        if on_result is not None:
+            await db(lambda: on_result(JudgeResult.objects.get(pk=pk)))
+        return status
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, concurrency))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    local_engine().run([lambda pk=pk: one(pk) for pk in ids], concurrency=max(1, concurrency))
     return JudgeRun.objects.get(pk=run_id)
+
+
+def judge_results_recover() -> int:
+    """Queue again every stalled result of a run still going (a worker started, or was lost)."""
+    with transaction.atomic():
+        ids = stalled_results()
+        _enqueue(ids)
+    return len(ids)

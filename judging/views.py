@@ -133,6 +133,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "rows": rows,
         "formats": FORMATS,
         "can_manage": selectors.can_manage_judging(request.user),
+        "stalled": selectors.run_stalled_count(run),
     }
 
 
@@ -146,7 +147,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress panel; htmx polls it while the run is going."""
     run = selectors.run_get_for_user(request.user, pk=pk)
-    response = render(request, "judging/_run_progress.html", {"run": run})
+    context = {
+        "run": run,
+        "stalled": selectors.run_stalled_count(run),
+        "can_manage": selectors.can_manage_judging(request.user),
+    }
+    response = render(request, "judging/_run_progress.html", context)
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):
         response["HX-Refresh"] = "true"  # the run just ended: reload to show results and failures
     return response
@@ -173,7 +179,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
     try:
         services.judge_run_cancel(run=run)
-        messages.success(request, "Run cancelled; calls already under way finish.")
+        messages.success(request, "Run cancelled; judgements under way stop at their next step and store nothing.")
     except JudgingError as exc:
         messages.error(request, str(exc))
     return redirect("judging:run-detail", pk=run.pk)
@@ -185,7 +191,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
     try:
         n = services.judge_run_retry_failed(run=run)
-        messages.success(request, f"{n} failed judgement(s) scheduled again.")
+        messages.success(request, f"{n} stalled or failed judgement(s) scheduled again.")
     except JudgingError as exc:
         messages.error(request, str(exc))
     return redirect("judging:run-detail", pk=run.pk)

@@ -23,7 +23,11 @@ def test_the_request_carries_a_strict_json_schema_with_na_only_where_allowed(fak
     assert body["response_format"]["json_schema"]["strict"] is True
     items = schema_of(body)["properties"]["items"]
     assert len(items["required"]) == 14 and items["additionalProperties"] is False
-    enums = {key: spec["properties"]["label"]["enum"] for key, spec in items["properties"].items()}
+    # Each item is one verdict shape per kind of label ("yes" must cite chatbot turns).
+    enums = {
+        key: [label for shape in spec.get("anyOf", [spec]) for label in shape["properties"]["label"]["enum"]]
+        for key, spec in items["properties"].items()
+    }
     assert enums["amhart_01"] == ["yes", "no"]
     assert enums["amhart_13"] == ["yes", "no", "N/A"]
     assert enums["amhart_14"] == ["yes", "no", "N/A"]
