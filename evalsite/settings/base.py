@@ -233,6 +233,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 # The LLM engine (docs/engine.md). A judge result holds a lease while a worker judges it,
 # renewed three times per threshold: one not renewed for EVALSITE_JUDGE_STALE_SECONDS lost its
 # worker ("stalled") and is taken again, at most EVALSITE_JUDGE_MAX_ATTEMPTS times in all.
+# Tasks one worker process holds at once (`--pool threads --concurrency N`): how many
+# conversations and judge results its engine keeps in flight. `manage.py serve` uses it.
+EVALSITE_WORKER_CONCURRENCY = int(os.environ.get("EVALSITE_WORKER_CONCURRENCY", "32"))
 EVALSITE_JUDGE_STALE_SECONDS = int(os.environ.get("EVALSITE_JUDGE_STALE_SECONDS", "90"))
 EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", "3"))
 
