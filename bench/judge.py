@@ -118,7 +118,15 @@ def _shard(run_id: int, concurrency: int, index: int, processes: int) -> float:
 
     connections.close_all()
     cpu0 = cpu_seconds()
-    services.judge_run_execute_in_process(run_id=run_id, concurrency=concurrency, shard=(index, processes))
+    profile_to = os.environ.get("BENCH_PROFILE")
+    if profile_to:  # one file per run: BENCH_PROFILE=/tmp/judge -> /tmp/judge-<run id>.prof
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.runcall(services.judge_run_execute_in_process, run_id=run_id, concurrency=concurrency, shard=(index, processes))
+        profile.dump_stats(f"{profile_to}-{run_id}.prof")
+    else:
+        services.judge_run_execute_in_process(run_id=run_id, concurrency=concurrency, shard=(index, processes))
     return cpu_seconds() - cpu0
 
 

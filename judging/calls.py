@@ -119,7 +119,8 @@ class Caller:
             )
             try:
                 result = await achat(
-                    spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter
+                    spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter,
+                    known_hash=rhash,
                 )
             except LLMError as exc:
                 self.records.append(

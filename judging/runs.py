@@ -162,6 +162,27 @@ def stalled_results(run_id: int | None = None) -> list[int]:
     return found
 
 
+_runs: dict[tuple[int, Any], JudgeRun] = {}
+_started_runs: set[tuple[int, Any]] = set()
+
+
+def _run_view(run_id: int, created_at: Any) -> JudgeRun:
+    """Return a run's unchanging part (judge snapshots, instrument, cache options), loaded once.
+
+    A run's configuration is fixed when it is created; its status and counters are always
+    read and written in the database, never from here. The creation time is part of the key,
+    so a reused id (a test database rolled back) never serves another run's configuration.
+    """
+    run = _runs.get((run_id, created_at))
+    if run is None:
+        if len(_runs) > 256:
+            _runs.clear()
+            _started_runs.clear()
+        run = JudgeRun.objects.only("id", "config", "instrument_id", "independent_instances", "use_cache").get(pk=run_id)
+        _runs[(run_id, created_at)] = run
+    return run
+
+
 def _claim(result_id: int, owner: str) -> JudgeResult | str:
     """Take a result for ``owner`` and return it, or return the status that says why not.
 
@@ -186,15 +207,21 @@ def _claim(result_id: int, owner: str) -> JudgeResult | str:
             return status
         if not JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=holder).update(**take):
             return status
-    result = JudgeResult.objects.select_related("run").get(pk=result_id)
-    run = result.run
-    if run.status == RunStatus.CANCELLED:
-        JudgeResult.objects.filter(pk=result_id, lease_owner=owner).update(
-            status=ResultStatus.SKIPPED, finished_at=now, lease_owner="", lease_expires_at=None
-        )
-        return ResultStatus.SKIPPED
-    if run.status == RunStatus.PENDING:
-        JudgeRun.objects.filter(pk=run.pk, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
+    # Cancelling a run skips its pending and running results in the same transaction, so a
+    # result taken here belongs to a run that was not cancelled when we took it.
+    run_id, judge_id, conversation_id, instance, attempts, created = (
+        JudgeResult.objects.filter(pk=result_id)
+        .values_list("run_id", "judge_id", "conversation_id", "instance", "attempts", "run__created_at")
+        .get()
+    )
+    result = JudgeResult(
+        id=result_id, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
+        instance=instance, attempts=attempts, status=ResultStatus.RUNNING, lease_owner=owner,
+    )
+    result.run = _run_view(run_id, created)
+    if (run_id, created) not in _started_runs:
+        JudgeRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
+        _started_runs.add((run_id, created))
     return result
 
 

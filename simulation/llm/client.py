@@ -248,7 +248,11 @@ class PreparedCall:
 
 
 def prepare_call(
-    spec: ModelSpec, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None
+    spec: ModelSpec,
+    messages: list[dict[str, Any]],
+    response_format: dict[str, Any] | None = None,
+    *,
+    known_hash: str = "",
 ) -> PreparedCall:
     """Resolve ``spec`` for one call: the only place a model spec becomes litellm arguments.
 
@@ -256,7 +260,7 @@ def prepare_call(
     which variables and endpoints a call may use belongs here too.
     """
     params = dict(spec.params)
-    rhash = request_hash(
+    rhash = known_hash or request_hash(
         model=spec.model,
         api_base=spec.api_base,
         params=params,
@@ -421,14 +425,16 @@ async def achat(
     limiter: RateLimiter | None = None,
     cache: ResponseCache | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    known_hash: str = "",
 ) -> LLMResult:
     """``chat`` on an event loop: ``litellm.acompletion``, waits that never block the loop.
 
     The same retries, limits, cache, call record and errors as ``chat``. ``cache`` is read and
     written synchronously: give it one that needs no database (``DictCache``, a preloaded
-    view), or look up in a database step before calling.
+    view), or look up in a database step before calling (and pass the ``request_hash`` it
+    computed as ``known_hash``, so a large prompt is hashed once).
     """
-    call = prepare_call(spec, messages, response_format)
+    call = prepare_call(spec, messages, response_format, known_hash=known_hash)
     hit = _cached(call, cache)
     if hit is not None:
         return hit
