@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from judging.cache import DbCache, RunCache
+from judging.cache import DbCache, RunCache, cache_get_many
 from simulation.llm import (
     DEFAULT_RETRY,
     LLMError,
@@ -22,7 +22,7 @@ from simulation.llm import (
     limiter_for,
     request_hash,
 )
-from simulation.llm.engine import db
+from simulation.llm.engine import db_batch
 
 # Tests shorten the waits between retried calls by replacing this.
 RETRY_POLICY: RetryPolicy = DEFAULT_RETRY
@@ -112,7 +112,7 @@ class Caller:
                 model=spec.model, api_base=spec.api_base, params=spec.params,
                 messages=messages, response_format=response_format,
             )
-            result = await db(self.cache.get, rhash) if self.cache.read else None
+            result = await db_batch(cache_get_many, (self.cache, rhash)) if self.cache.read else None
         if result is None:
             limiter = limiter_for(
                 LIMITER_BUDGET, self.config.max_concurrent, self.config.requests_per_minute
@@ -151,6 +151,12 @@ class Caller:
         if self.cache is not None:
             self.cache.commit_many(self.accepted)
         self.accepted.clear()
+
+    def take_accepted(self) -> list[tuple[str, LLMResult]]:
+        """Return the accepted chains' (cache key, reply) pairs for a batched insert."""
+        entries = self.cache.take(self.accepted) if self.cache is not None else []
+        self.accepted.clear()
+        return entries
 
     def totals(self) -> dict[str, Any]:
         """Return calls, cached calls, tokens, cost and calls of unknown price."""

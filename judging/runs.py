@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -27,6 +28,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.enqueue import enqueue_on_commit
+from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
 from judging.checklist import ChecklistOutcome, judge_checklist
 from judging.ensemble import ensemble_compute, ensemble_rule, provider_warnings
@@ -35,7 +37,7 @@ from judging.flowjudge import FlowOutcome, judge_flow
 from judging.judges import judge_snapshot
 from judging.material import (
     checklist_labels,
-    conversation_material,
+    conversation_materials,
     flow_labels,
     instrument_view,
     prompt_get_cached,
@@ -50,7 +52,7 @@ from judging.models import (
     ResultStatus,
     RunStatus,
 )
-from simulation.llm.engine import db, local_engine, run_job
+from simulation.llm.engine import db, db_batch, local_engine, run_job
 from simulation.run_state import holder_is_dead, new_owner
 
 logger = logging.getLogger("judging")
@@ -225,6 +227,12 @@ def _claim(result_id: int, owner: str) -> JudgeResult | str:
     return result
 
 
+@transaction.atomic
+def _claim_many(items: list[tuple[int, str]]) -> list[JudgeResult | str]:
+    """Claim many results in one transaction (a batched step of the engine)."""
+    return [_claim(result_id, owner) for result_id, owner in items]
+
+
 def _renew(result_id: int, owner: str) -> bool:
     """Extend the lease; False when it is no longer ours (cancelled, or taken over)."""
     until = timezone.now() + timedelta(seconds=lease_seconds())
@@ -245,17 +253,21 @@ async def _keep_lease(result_id: int, owner: str, job: asyncio.Task[Any]) -> Non
             return
 
 
-def _material(result: JudgeResult) -> tuple[Any, Any, Any, Any]:
-    run = result.run
-    snapshot = run.config["judges"][str(result.judge_id)]
-    prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
-    view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
-    material = conversation_material(result.conversation_id)
-    return snapshot, prompt, view, material
+def _materials(results: list[JudgeResult]) -> list[tuple[Any, Any, Any]]:
+    """Return (prompt, instrument view, conversation material) of many results (2 queries)."""
+    materials = conversation_materials([r.conversation_id for r in results])
+    out = []
+    for result in results:
+        run = result.run
+        snapshot = run.config["judges"][str(result.judge_id)]
+        prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
+        view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
+        out.append((prompt, view, materials[result.conversation_id]))
+    return out
 
 
 async def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], ChecklistOutcome | FlowOutcome]:
-    _snapshot, prompt, view, material = await db(_material, result)
+    prompt, view, material = await db_batch(_materials, result)
     if view.flow is None:
         outcome: ChecklistOutcome | FlowOutcome = await judge_checklist(
             caller=caller,
@@ -282,7 +294,7 @@ async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
     lease (cancelled, or presumed dead and taken over) stops at its next step.
     """
     owner = owner or new_owner("judge")
-    claimed = await db(_claim, result_id, owner)
+    claimed = await db_batch(_claim_many, (result_id, owner))
     if isinstance(claimed, str):
         return claimed if claimed != ResultStatus.RUNNING else ResultStatus.RUNNING
     result = claimed
@@ -293,7 +305,7 @@ async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
             "(killed, out of memory or timed out) before storing the result"
         )
         caller = Caller(JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
-        await db(_finish, result, owner, caller, [], ResultStatus.FAILED, "worker_lost", error, [], "")
+        await db_batch(_finish_many, _Outcome(result, owner, caller, [], ResultStatus.FAILED, "worker_lost", error, [], ""))
         return ResultStatus.FAILED
     config = JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)])
     caller = Caller.for_result(
@@ -320,8 +332,23 @@ async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
     finally:
         keeper.cancel()
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    await db(_finish, result, owner, caller, labels, status, error_kind, error, path, ended_by)
+    await db_batch(_finish_many, _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by))
     return status
+
+
+@dataclass
+class _Outcome:
+    """What one judge result leaves to store."""
+
+    result: JudgeResult
+    owner: str
+    caller: Caller
+    labels: list[JudgeLabel]
+    status: str
+    error_kind: str
+    error: str
+    path: list[dict[str, str]]
+    ended_by: str
 
 
 def _finish(
@@ -335,13 +362,24 @@ def _finish(
     path: list[dict[str, str]],
     ended_by: str,
 ) -> bool:
-    """Store the outcome; when the run may be complete, recount it and vote the ensemble."""
-    if not _store(result, owner, caller, labels, status, error_kind, error, path, ended_by):
-        return False
-    counts = JudgeRun.objects.filter(pk=result.run_id).values_list("n_done", "n_failed", "n_total", "status").get()
-    if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-        judge_run_refresh(run_id=result.run_id)
-    return True
+    """Store one outcome (see ``_finish_many``); False if the lease was lost."""
+    return _finish_many([_Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by)])[0]
+
+
+def _finish_many(outcomes: list[_Outcome]) -> list[bool]:
+    """Store outcomes in one transaction; recount and vote each run that may be complete.
+
+    A batched step of the engine: the results finished during one loop turn share one commit,
+    one INSERT of all their labels, one INSERT of their cache entries and one counter UPDATE
+    per run. Each row's UPDATE is still fenced by its own lease: one that lost it stores
+    nothing (and its labels are not inserted).
+    """
+    stored = _store_many(outcomes)
+    for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
+        counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
+        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
+            judge_run_refresh(run_id=run_id)
+    return stored
 
 
 def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
@@ -349,60 +387,71 @@ def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
     return run_job(lambda: judge_result_job(result_id=result_id, owner=owner))
 
 
+_COUNTERS = ("n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
+
+
 @transaction.atomic
-def _store(
-    result: JudgeResult,
-    owner: str,
-    caller: Caller,
-    labels: list[JudgeLabel],
-    status: str,
-    error_kind: str,
-    error: str,
-    path: list[dict[str, str]],
-    ended_by: str,
-) -> bool:
-    """Store the outcome and add it to the run's counters; False if the lease was lost."""
-    totals = caller.totals()
-    cost = Decimal(str(round(totals["cost_usd"], 6)))
-    stored = JudgeResult.objects.filter(
-        pk=result.pk, status=ResultStatus.RUNNING, lease_owner=owner
-    ).update(
-        status=status,
-        error_kind=error_kind,
-        error=error,
-        path=path,
-        ended_by=ended_by,
-        calls=caller.records,
-        n_calls=totals["n_calls"],
-        n_cached=totals["n_cached"],
-        prompt_tokens=totals["prompt_tokens"],
-        completion_tokens=totals["completion_tokens"],
-        cost_usd=cost,
-        cost_unknown_calls=totals["cost_unknown_calls"],
-        finished_at=timezone.now(),
-        lease_owner="",
-        lease_expires_at=None,
-    )
-    if not stored:
-        return False  # cancelled, or another worker took the row over (ours was presumed lost)
-    if result.attempts > 1:  # a first attempt has no labels to replace
-        JudgeLabel.objects.filter(result=result).delete()
+def _store_many(outcomes: list[_Outcome]) -> list[bool]:
+    """Store the outcomes and add them to their runs' counters; False where the lease was lost."""
+    now = timezone.now()
+    stored: list[bool] = []
+    labels: list[JudgeLabel] = []
+    replaced: list[int] = []
+    cache_entries: list[tuple[str, Any]] = []
+    deltas: dict[int, dict[str, Any]] = {}
+    for o in outcomes:
+        totals = o.caller.totals()
+        cost = Decimal(str(round(totals["cost_usd"], 6)))
+        ok = bool(
+            JudgeResult.objects.filter(pk=o.result.pk, status=ResultStatus.RUNNING, lease_owner=o.owner).update(
+                status=o.status,
+                error_kind=o.error_kind,
+                error=o.error,
+                path=o.path,
+                ended_by=o.ended_by,
+                calls=o.caller.records,
+                n_calls=totals["n_calls"],
+                n_cached=totals["n_cached"],
+                prompt_tokens=totals["prompt_tokens"],
+                completion_tokens=totals["completion_tokens"],
+                cost_usd=cost,
+                cost_unknown_calls=totals["cost_unknown_calls"],
+                finished_at=now,
+                lease_owner="",
+                lease_expires_at=None,
+            )
+        )
+        stored.append(ok)
+        if not ok:  # cancelled, or another worker took the row over (ours was presumed lost)
+            continue
+        if o.result.attempts > 1:  # a first attempt has no labels to replace
+            replaced.append(o.result.pk)
+        labels += o.labels
+        cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
+        failed = o.status == ResultStatus.FAILED
+        delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
+        for name, value in (
+            ("n_done", 0 if failed else 1),
+            ("n_failed", 1 if failed else 0),
+            ("n_calls", totals["n_calls"]),
+            ("n_cached", totals["n_cached"]),
+            ("prompt_tokens", totals["prompt_tokens"]),
+            ("completion_tokens", totals["completion_tokens"]),
+            ("cost_usd", cost),
+            ("cost_unknown_calls", totals["cost_unknown_calls"]),
+        ):
+            delta[name] += value
+    if replaced:
+        JudgeLabel.objects.filter(result_id__in=replaced).delete()
     if labels:
-        JudgeLabel.objects.bulk_create(labels)  # one INSERT for all of the result's labels
-    caller.commit_accepted()  # cache the accepted replies in the same transaction
-    failed = status == ResultStatus.FAILED
-    JudgeRun.objects.filter(pk=result.run_id).update(
-        n_done=F("n_done") + (0 if failed else 1),
-        n_failed=F("n_failed") + (1 if failed else 0),
-        n_calls=F("n_calls") + totals["n_calls"],
-        n_cached=F("n_cached") + totals["n_cached"],
-        prompt_tokens=F("prompt_tokens") + totals["prompt_tokens"],
-        completion_tokens=F("completion_tokens") + totals["completion_tokens"],
-        cost_usd=F("cost_usd") + cost,
-        cost_unknown_calls=F("cost_unknown_calls") + totals["cost_unknown_calls"],
-        updated_at=timezone.now(),
-    )
-    return True
+        JudgeLabel.objects.bulk_create(labels)  # one INSERT for every label of the batch
+    if cache_entries:
+        DbCache().store_many(cache_entries)
+    for run_id, delta in deltas.items():
+        JudgeRun.objects.filter(pk=run_id).update(
+            **{name: F(name) + value for name, value in delta.items()}, updated_at=now
+        )
+    return stored
 
 
 @transaction.atomic

@@ -54,9 +54,11 @@ class Engine:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._steps: deque[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], asyncio.Future[Any]]] = deque()
+        self._batches: dict[Callable[[list[Any]], list[Any]], list[tuple[Any, asyncio.Future[Any]]]] = {}
         self._wake: asyncio.Future[None] | None = None
         self._driving = False
         self.steps_run = 0  # database steps executed (for benchmarks and tests)
+        self.batches_run = 0
 
     # -- inside jobs ---------------------------------------------------------------------------
     async def db(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -66,12 +68,49 @@ class Engine:
         self._signal()
         return await future
 
+    async def db_batch(self, handler: Callable[[list[Any]], list[Any]], item: Any) -> Any:
+        """Queue ``item`` for ``handler``, which gets every item queued in this turn at once.
+
+        ``handler(items)`` runs in the driving thread and returns one value per item (an
+        exception instance is raised in that item's job only): the jobs in flight share one
+        transaction and a few statements instead of one each.
+        """
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._batches.setdefault(handler, []).append((item, future))
+        self._signal()
+        return await future
+
     def _signal(self) -> None:
         if self._wake is not None and not self._wake.done():
             self._wake.set_result(None)
 
     # -- driving -------------------------------------------------------------------------------
     def _run_steps(self) -> None:
+        while self._steps or self._batches:
+            self._run_single_steps()
+            batches, self._batches = self._batches, {}
+            for handler, entries in batches.items():
+                self._run_batch(handler, entries)
+
+    def _run_batch(self, handler: Callable[[list[Any]], list[Any]], entries: list[tuple[Any, asyncio.Future[Any]]]) -> None:
+        live = [(item, future) for item, future in entries if not future.cancelled()]
+        if not live:
+            return
+        try:
+            values = handler([item for item, _ in live])
+        except Exception as exc:
+            for _, future in live:
+                future.set_exception(exc)
+        else:
+            for (_, future), value in zip(live, values, strict=True):
+                if isinstance(value, BaseException):
+                    future.set_exception(value)
+                else:
+                    future.set_result(value)
+        self.batches_run += 1
+        self.steps_run += len(live)
+
+    def _run_single_steps(self) -> None:
         while self._steps:
             fn, args, kwargs, future = self._steps.popleft()
             if future.cancelled():
@@ -86,7 +125,7 @@ class Engine:
 
     def _turn(self, until: asyncio.Future[Any] | None) -> None:
         """Run the loop until a job queues a database step (or ``until`` is done); run the steps."""
-        if not self._steps and not (until is not None and until.done()):
+        if not self._steps and not self._batches and not (until is not None and until.done()):
             self._wake = self.loop.create_future()
             if until is not None:
                 until.add_done_callback(lambda _f: self._signal())
@@ -125,7 +164,7 @@ class Engine:
 
             for task in tasks:
                 task.add_done_callback(one_done)
-            while not done.done() or self._steps:
+            while not done.done() or self._steps or self._batches:
                 self._turn(done)
             # Let callbacks scheduled by the last steps (connection cleanup...) run once.
             self.loop.run_until_complete(asyncio.sleep(0))
@@ -159,7 +198,7 @@ class Engine:
         checked = time.monotonic()
         while not stop.is_set():
             self._wake = self.loop.create_future()
-            if not self._steps:
+            if not self._steps and not self._batches:
                 self.loop.run_until_complete(self._wake)
             self._wake = None
             self._run_steps()
@@ -192,6 +231,11 @@ class Engine:
 async def db(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a database step of the current job in its engine's driving thread."""
     return await _current.get().db(fn, *args, **kwargs)
+
+
+async def db_batch(handler: Callable[[list[Any]], list[Any]], item: Any) -> Any:
+    """Queue a batched database step of the current job (see ``Engine.db_batch``)."""
+    return await _current.get().db_batch(handler, item)
 
 
 def current_engine() -> Engine | None:
