@@ -161,10 +161,11 @@ def child(args: argparse.Namespace) -> None:
     workload = f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}"
     extra: dict = {}
     if mode == "inprocess":
-        from simulation.llm import ModelSpec, chat
+        # Warm-up outside the timing: litellm's import, its lazy imports and the cost map.
+        _warm, warm_ids = _plan(args, fake_url, 2, 2, dispatch=False)
+        from simulation.simulate import simulation_runs_execute_inline
 
-        # Warm-up outside the timing: litellm's import and its cost map.
-        chat(ModelSpec(model="openai/warmup", api_base=fake_url, api_key_env=KEY_ENV), [{"role": "user", "content": "hi"}])
+        simulation_runs_execute_inline(run_ids=warm_ids, threads=2)
         _batch, run_ids = _plan(args, fake_url, args.conversations, args.messages, dispatch=False)
         connections.close_all()
         started = time.perf_counter()

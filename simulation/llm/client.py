@@ -14,6 +14,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
@@ -416,6 +417,34 @@ async def acquire_async(limiter: RateLimiter, key: str, poll_seconds: float = 0.
         waited += delay
 
 
+_first_calls: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _acompletion_shared_client(litellm: Any, spec: ModelSpec, kwargs: dict[str, Any]) -> Any:
+    """Call ``litellm.acompletion``; the first call to an endpoint on this loop goes alone.
+
+    litellm builds its HTTP client for an endpoint on the first call and caches it per event
+    loop: a hundred conversations starting at once would each build one (a stampede that cost
+    seconds of CPU). The first call builds it while the others wait, then they all share it.
+    """
+    gates = _first_calls.setdefault(asyncio.get_running_loop(), {})
+    key = (spec.model.split("/", 1)[0], spec.api_base)
+    gate = gates.get(key, False)
+    if gate is None:  # the client exists
+        return await litellm.acompletion(**kwargs)
+    if gate is False:
+        gate = gates[key] = asyncio.Lock()
+    async with gate:
+        if gates.get(key) is not None:  # still the first: build the client
+            try:
+                return await litellm.acompletion(**kwargs)
+            finally:
+                gates[key] = None
+    return await litellm.acompletion(**kwargs)
+
+
 async def achat(
     spec: ModelSpec,
     messages: list[dict[str, Any]],
@@ -446,7 +475,7 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
-            response = await litellm.acompletion(**call.kwargs)
+            response = await _acompletion_shared_client(litellm, spec, call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)

@@ -301,6 +301,18 @@ _shared_pid = 0
 _shared_lock = threading.Lock()
 
 
+def _forget_after_fork() -> None:
+    # An event loop (its epoll descriptor, its connections) must not be shared with the
+    # parent: a forked child builds its own engines on first use.
+    global _shared, _shared_lock
+    _shared = None
+    _shared_lock = threading.Lock()
+    _local.__dict__.pop("engine", None)
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def shared_engine() -> EngineThread:
     """Return this process's engine thread (started on first use, again after a fork)."""
     global _shared, _shared_pid
