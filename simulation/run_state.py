@@ -269,6 +269,67 @@ def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any],
     ctx.history.append((role, content, meta))
 
 
+def _message_updates(ctx: RunContext, result: LLMResult | None) -> dict[str, Any]:
+    updates: dict[str, Any] = {
+        "messages_done": len(ctx.history) + 1,
+        "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
+    }
+    if result is not None and not result.cached:
+        updates.update(
+            calls=F("calls") + 1,
+            prompt_tokens=F("prompt_tokens") + result.prompt_tokens,
+            completion_tokens=F("completion_tokens") + result.completion_tokens,
+            cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
+        )
+    return updates
+
+
+MessageItem = tuple[RunContext, str, str, dict[str, Any], LLMResult | None]
+
+
+def save_messages(items: list[MessageItem]) -> list[BaseException | None]:
+    """Store the next message of many conversations in one transaction (a batched step).
+
+    Each conversation's write is fenced as in ``save_message`` (its lease, still running,
+    exactly *n* messages so far); one whose lease is lost gets ``LeaseLost`` and writes
+    nothing. The messages go in one INSERT. If the batch meets a database error, every item
+    is written again on its own, so one bad item never costs the others.
+    """
+    if len(items) == 1:
+        return [_save_one(items[0])]
+    outcomes: list[BaseException | None] = []
+    try:
+        with transaction.atomic():
+            rows = []
+            for ctx, role, content, meta, result in items:
+                index = len(ctx.history)
+                owned = SimulationRun.objects.filter(
+                    pk=ctx.run.pk, lease_owner=ctx.owner, status=Status.RUNNING, messages_done=index
+                ).update(**_message_updates(ctx, result))
+                if owned:
+                    rows.append(
+                        Message(conversation_id=ctx.run.conversation_id, turn_index=index, role=role, content=content, meta=meta)
+                    )
+                outcomes.append(None if owned else LeaseLost())
+            Message.objects.bulk_create(rows)
+    except (IntegrityError, OperationalError) as exc:
+        logger.warning("simulation: a batch of %d message writes failed (%s); writing them one by one", len(items), exc)
+        close_old_connections()
+        return [_save_one(item) for item in items]
+    for (ctx, role, content, meta, _result), outcome in zip(items, outcomes, strict=True):
+        if outcome is None:
+            ctx.history.append((role, content, meta))
+    return outcomes
+
+
+def _save_one(item: MessageItem) -> BaseException | None:
+    try:
+        save_message(*item)
+    except (LeaseLost, IntegrityError, OperationalError) as exc:
+        return exc
+    return None
+
+
 def _store_message(
     ctx: RunContext, index: int, role: str, content: str, meta: dict[str, Any], updates: dict[str, Any]
 ) -> None:

@@ -34,7 +34,7 @@ from simulation.llm import (
     achat,
     limiter_for,
 )
-from simulation.llm.engine import db, local_engine, run_job
+from simulation.llm.engine import db, db_batch, local_engine, run_job
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.prompts import reminder_wrap
 from simulation.run_checks import speaker_at
@@ -43,7 +43,7 @@ from simulation.run_state import (
     RunContext,
     RunOutcome,
     new_owner,
-    save_message,
+    save_messages,
     simulation_run_claim,
     simulation_run_fail,
     simulation_run_finish,
@@ -131,7 +131,7 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
     batch = ctx.batch
     if not ctx.history and batch.protocol == SimulationBatch.Protocol.AMHART:
         card = ctx.run.persona.opening_message
-        await db(save_message, ctx, "user", card, {"side": "persona_card", "source": "opening_message"}, None)
+        await db_batch(save_messages, (ctx, "user", card, {"side": "persona_card", "source": "opening_message"}, None))
         return False
     spec = user_agent_spec(batch)
     limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
@@ -145,7 +145,7 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
             return True  # nothing but the marker: the conversation ends on the chatbot's reply
     if original_words is not None:
         meta["truncated_from_words"] = original_words
-    await db(save_message, ctx, "user", content, meta, result)
+    await db_batch(save_messages, (ctx, "user", content, meta, result))
     return ended
 
 
@@ -173,7 +173,7 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> No
         spec = target_spec(target)
         result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
         meta = _call_meta(result, spec.model, spec.api_base, "chatbot")
-    await db(save_message, ctx, "assistant", result.content, meta, result)
+    await db_batch(save_messages, (ctx, "assistant", result.content, meta, result))
 
 
 async def _converse(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:

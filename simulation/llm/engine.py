@@ -185,6 +185,18 @@ class Engine:
             raise first_error
         return results
 
+    def close(self) -> None:
+        """Cancel what is left on the loop (litellm's logging worker...) and close it."""
+        if self.loop.is_closed() or self.loop.is_running():
+            return
+        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
     def run_one(self, job: Job) -> Any:
         """Run one job in this thread and return its value (or raise its exception)."""
         return self.run([job])[0]

@@ -21,6 +21,22 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
+def _close_engines(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Close the engines a test makes (their loops hold litellm's logging task)."""
+    made: list[Engine] = []
+    real_init = Engine.__init__
+
+    def init(self: Engine) -> None:
+        real_init(self)
+        made.append(self)
+
+    monkeypatch.setattr(Engine, "__init__", init)
+    yield
+    for engine in made:
+        engine.close()
+
+
+@pytest.fixture(autouse=True)
 def key_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
 
