@@ -268,8 +268,33 @@ def local_engine() -> Engine:
 
 
 def run_job(job: Job) -> Any:
-    """Run one job to the end in the calling thread (its own engine); return its value."""
-    return local_engine().run_one(job)
+    """Run one job to the end in the calling thread (its own engine); return its value.
+
+    A thread that already runs an event loop (Playwright's sync API, an async caller) cannot
+    drive another: the job then runs on a helper thread with its own engine and connection.
+    """
+    if asyncio._get_running_loop() is None:
+        return local_engine().run_one(job)
+    outcome: dict[str, Any] = {}
+
+    def helper() -> None:
+        from django.db import connections
+
+        engine = Engine()
+        try:
+            outcome["value"] = engine.run_one(job)
+        except BaseException as exc:  # handed back to the caller's thread
+            outcome["error"] = exc
+        finally:
+            engine.close()
+            connections.close_all()
+
+    thread = threading.Thread(target=helper, name="evalsite-engine-helper")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 class EngineThread:
