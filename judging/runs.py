@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from core.bulk import insert_rows
 from core.enqueue import enqueue_on_commit
 from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
@@ -195,10 +196,9 @@ def _claim(result_id: int, owner: str) -> JudgeResult | str:
     now = timezone.now()
     lease = {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds())}
     take = {"status": ResultStatus.RUNNING, "started_at": now, "attempts": F("attempts") + 1, **lease}
-    taken = (
-        JudgeResult.objects.filter(pk=result_id)
-        .filter(Q(status=ResultStatus.PENDING) | _stalled_q(now))
-        .update(**take)
+    # The usual case first, in the cheapest statement; a stalled row only when that fails.
+    taken = JudgeResult.objects.filter(pk=result_id, status=ResultStatus.PENDING).update(**take) or (
+        JudgeResult.objects.filter(pk=result_id).filter(_stalled_q(now)).update(**take)
     )
     if not taken:
         row = JudgeResult.objects.filter(pk=result_id).values_list("status", "lease_owner").first()
@@ -444,7 +444,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
     if replaced:
         JudgeLabel.objects.filter(result_id__in=replaced).delete()
     if labels:
-        JudgeLabel.objects.bulk_create(labels)  # one INSERT for every label of the batch
+        insert_rows(JudgeLabel, labels)  # one INSERT for every label of the batch
     if cache_entries:
         DbCache().store_many(cache_entries)
     for run_id, delta in deltas.items():

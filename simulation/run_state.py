@@ -26,6 +26,7 @@ from django.db import IntegrityError, OperationalError, close_old_connections, t
 from django.db.models import F
 from django.utils import timezone
 
+from core.bulk import insert_rows
 from core.codes import new_code
 from corpus.conversations.integrity import Flag
 from corpus.conversations.services import is_sensitive
@@ -311,7 +312,7 @@ def save_messages(items: list[MessageItem]) -> list[BaseException | None]:
                         Message(conversation_id=ctx.run.conversation_id, turn_index=index, role=role, content=content, meta=meta)
                     )
                 outcomes.append(None if owned else LeaseLost())
-            Message.objects.bulk_create(rows)
+            insert_rows(Message, rows)
     except (IntegrityError, OperationalError) as exc:
         logger.warning("simulation: a batch of %d message writes failed (%s); writing them one by one", len(items), exc)
         close_old_connections()
