@@ -53,7 +53,7 @@ from judging.models import (
     ResultStatus,
     RunStatus,
 )
-from simulation.llm.engine import db, db_batch, local_engine, run_job
+from simulation.llm.engine import db, db_batch, run_job, run_jobs
 from simulation.run_state import holder_is_dead, new_owner
 
 logger = logging.getLogger("judging")
@@ -570,7 +570,7 @@ def judge_run_execute_in_process(
             await db(lambda: on_result(JudgeResult.objects.get(pk=pk)))
         return status
 
-    local_engine().run([lambda pk=pk: one(pk) for pk in ids], concurrency=max(1, concurrency))
+    run_jobs([lambda pk=pk: one(pk) for pk in ids], concurrency=max(1, concurrency))
     return JudgeRun.objects.get(pk=run_id)
 
 

@@ -34,7 +34,7 @@ from simulation.llm import (
     achat,
     limiter_for,
 )
-from simulation.llm.engine import db, db_batch, local_engine, run_job
+from simulation.llm.engine import db, db_batch, run_job, run_jobs
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.prompts import reminder_wrap
 from simulation.run_checks import speaker_at
@@ -261,5 +261,5 @@ def simulation_runs_execute_inline(
         return outcome
 
     jobs = [lambda run_id=run_id: one(run_id) for run_id in run_ids]
-    outcomes = local_engine().run(jobs, concurrency=max(threads, 1))
+    outcomes = run_jobs(jobs, concurrency=max(threads, 1))
     return dict(zip(run_ids, outcomes, strict=True))

@@ -267,14 +267,14 @@ def local_engine() -> Engine:
     return engine
 
 
-def run_job(job: Job) -> Any:
-    """Run one job to the end in the calling thread (its own engine); return its value.
+def run_jobs(jobs: Sequence[Job], *, concurrency: int = 0) -> list[Any]:
+    """Run ``jobs`` to the end in the calling thread (its own engine); return their values.
 
     A thread that already runs an event loop (Playwright's sync API, an async caller) cannot
-    drive another: the job then runs on a helper thread with its own engine and connection.
+    drive another: the jobs then run on a helper thread with its own engine and connection.
     """
     if asyncio._get_running_loop() is None:
-        return local_engine().run_one(job)
+        return local_engine().run(jobs, concurrency=concurrency)
     outcome: dict[str, Any] = {}
 
     def helper() -> None:
@@ -282,7 +282,7 @@ def run_job(job: Job) -> Any:
 
         engine = Engine()
         try:
-            outcome["value"] = engine.run_one(job)
+            outcome["value"] = engine.run(jobs, concurrency=concurrency)
         except BaseException as exc:  # handed back to the caller's thread
             outcome["error"] = exc
         finally:
@@ -295,6 +295,11 @@ def run_job(job: Job) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def run_job(job: Job) -> Any:
+    """Run one job to the end in the calling thread (see ``run_jobs``); return its value."""
+    return run_jobs([job])[0]
 
 
 class EngineThread:
