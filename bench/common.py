@@ -19,7 +19,6 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -183,9 +182,3 @@ def bare_loop(
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
     lines.append(result_line(workload, mode="bare-completion", ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls, rss_mb=rss_mb(), wall_s=wall, ideal_s=ideal, calls=calls))
     return "\n".join(lines)
-
-
-def in_thread(fn: Callable[[], Any]) -> threading.Thread:
-    thread = threading.Thread(target=fn, daemon=True)
-    thread.start()
-    return thread

@@ -307,6 +307,8 @@ class EngineThread:
 
     def __init__(self) -> None:
         self.engine = Engine()
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
+        self._waiting_lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._main, name="evalsite-engine", daemon=True)
@@ -320,8 +322,13 @@ class EngineThread:
         self._ready.set()
         try:
             self.engine.serve(self._stop)
-        except BaseException:  # the engine must never die silently: tasks would wait forever
+        except BaseException as exc:  # the engine must never die silently: tasks would wait forever
             logger.exception("the engine thread stopped")
+            with self._waiting_lock:
+                waiting = list(self._waiting)
+            for future in waiting:  # their tasks fail (and are delivered again): never hang
+                if not future.done():
+                    future.set_exception(RuntimeError(f"the engine thread stopped: {exc!r}"))
             raise
         finally:
             connections.close_all()
@@ -330,7 +337,14 @@ class EngineThread:
         """Run ``job`` on the engine thread; block until it ends and return its value."""
         if not self.thread.is_alive():
             raise RuntimeError("the engine thread is not running")
-        return self.engine.submit(job).result(timeout=timeout)
+        future = self.engine.submit(job)
+        with self._waiting_lock:
+            self._waiting.add(future)
+        try:
+            return future.result(timeout=timeout)
+        finally:
+            with self._waiting_lock:
+                self._waiting.discard(future)
 
     def stop(self) -> None:
         self._stop.set()

@@ -192,3 +192,30 @@ def test_the_fake_server_accepts_a_burst_of_new_connections(fake_llm: FakeLLM) -
     socks = [socket.create_connection(("127.0.0.1", fake_llm.port), timeout=2) for _ in range(200)]
     for s in socks:
         s.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the thread dies on purpose
+def test_tasks_waiting_on_a_dead_engine_thread_fail_instead_of_hanging() -> None:
+    engine = EngineThread()
+
+    def boom() -> None:
+        raise KeyboardInterrupt  # anything that stops the driver, not a job's exception
+
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    errors: list[BaseException] = []
+
+    def task() -> None:
+        try:
+            engine.call(slow)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    waiter = threading.Thread(target=task)
+    waiter.start()
+    time.sleep(0.2)
+    engine.engine.loop.call_soon_threadsafe(lambda: engine.engine._steps.append((boom, (), {}, engine.engine.loop.create_future())))
+    engine.engine.loop.call_soon_threadsafe(engine.engine._signal)
+    waiter.join(timeout=5)
+    assert not waiter.is_alive() and errors and "engine thread stopped" in str(errors[0])
