@@ -239,38 +239,8 @@ def _lock_owned(ctx: RunContext) -> SimulationRun:
     return run
 
 
-def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any], result: LLMResult | None) -> None:
-    """Store the next message in its own transaction, if we still own the run; renew the lease.
-
-    The fenced UPDATE (our lease, still running, exactly ``index`` messages so far) takes the
-    row lock and proves ownership in one statement; no match means someone else owns the run.
-    """
-    index = len(ctx.history)
-    updates: dict[str, Any] = {
-        "messages_done": index + 1,
-        "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
-    }
-    if result is not None and not result.cached:
-        updates.update(
-            calls=F("calls") + 1,
-            prompt_tokens=F("prompt_tokens") + result.prompt_tokens,
-            completion_tokens=F("completion_tokens") + result.completion_tokens,
-            cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
-        )
-    for attempt in range(DB_ATTEMPTS):
-        try:
-            _store_message(ctx, index, role, content, meta, updates)
-            break
-        except OperationalError as exc:  # SQLite "database is locked", a dropped connection...
-            if attempt == DB_ATTEMPTS - 1:
-                raise
-            logger.warning("simulation run %s: database busy (%s); retrying the write", ctx.run.pk, exc)
-            close_old_connections()
-            time.sleep(0.05 * 2**attempt)
-    ctx.history.append((role, content, meta))
-
-
 def _message_updates(ctx: RunContext, result: LLMResult | None) -> dict[str, Any]:
+    """Return the run row's update for one more message: count, lease, the call's usage."""
     updates: dict[str, Any] = {
         "messages_done": len(ctx.history) + 1,
         "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
@@ -283,6 +253,27 @@ def _message_updates(ctx: RunContext, result: LLMResult | None) -> dict[str, Any
             cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
         )
     return updates
+
+
+def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any], result: LLMResult | None) -> None:
+    """Store the next message in its own transaction, if we still own the run; renew the lease.
+
+    The fenced UPDATE (our lease, still running, exactly ``index`` messages so far) takes the
+    row lock and proves ownership in one statement; no match means someone else owns the run.
+    """
+    index = len(ctx.history)
+    updates = _message_updates(ctx, result)
+    for attempt in range(DB_ATTEMPTS):
+        try:
+            _store_message(ctx, index, role, content, meta, updates)
+            break
+        except OperationalError as exc:  # SQLite "database is locked", a dropped connection...
+            if attempt == DB_ATTEMPTS - 1:
+                raise
+            logger.warning("simulation run %s: database busy (%s); retrying the write", ctx.run.pk, exc)
+            close_old_connections()
+            time.sleep(0.05 * 2**attempt)
+    ctx.history.append((role, content, meta))
 
 
 MessageItem = tuple[RunContext, str, str, dict[str, Any], LLMResult | None]
