@@ -219,3 +219,18 @@ def test_tasks_waiting_on_a_dead_engine_thread_fail_instead_of_hanging() -> None
     engine.engine.loop.call_soon_threadsafe(engine.engine._signal)
     waiter.join(timeout=5)
     assert not waiter.is_alive() and errors and "engine thread stopped" in str(errors[0])
+
+
+def test_the_request_hash_is_the_sha256_of_one_canonical_json() -> None:
+    """Cache keys stored before the hash was computed part by part stay valid."""
+    import hashlib
+    import json
+
+    from simulation.llm import request_hash
+
+    fmt = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"b": 1, "a": [2, {"z": "é"}]}}}
+    for response_format in (fmt, fmt, None):
+        args = dict(model="openai/x", api_base="http://h/v1", params={"temperature": 0.5, "b": [1]},
+                    messages=[{"role": "user", "content": "ünïcode {braces}"}], response_format=response_format)
+        whole = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        assert request_hash(**args) == hashlib.sha256(whole.encode("utf-8")).hexdigest()
