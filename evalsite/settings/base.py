@@ -191,9 +191,12 @@ if not REDIS_URL:
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # The exchange tables too, or kombu writes them to ./control in whatever folder the
+        # worker started from (the project's checkout).
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
 else:
     # A task whose worker vanished without a word is handed out again by Redis after this
