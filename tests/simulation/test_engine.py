@@ -218,6 +218,7 @@ def test_tasks_waiting_on_a_dead_engine_thread_fail_instead_of_hanging() -> None
     engine.engine.loop.call_soon_threadsafe(lambda: engine.engine._steps.append((boom, (), {}, engine.engine.loop.create_future())))
     engine.engine.loop.call_soon_threadsafe(engine.engine._signal)
     waiter.join(timeout=5)
+    engine.thread.join(timeout=5)  # its death is reported (and filtered) within this test
     assert not waiter.is_alive() and errors and "engine thread stopped" in str(errors[0])
 
 
