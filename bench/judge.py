@@ -1,29 +1,33 @@
-"""Benchmark judge runs against the fake LLM server: wall time vs the ideal, and a cached re-run.
+"""Benchmark judge runs against the fake LLM server: wall time vs the ideal, CPU, a cached re-run.
 
-Workload: 3 checklist judges (AMHART, 14 items) x 64 conversations, then 1 question-flow judge
-(tests/fixtures/vera/rubric_small.tsv, scripted so every walk asks 9 questions) x 64
-conversations. Every call takes 200 ms at the fake server. 16 threads in this process call the
-Celery task function (``judge_result_task``) directly: the same code a worker runs, minus the
-broker. The database is a file-based SQLite database in a temporary directory (WAL, the
-project's default settings), migrated from scratch. The fake server runs in a child process
-(``--fake-in-process`` keeps it in this one): it stands for a remote provider, so its CPU time
-should not compete with the judge threads for this interpreter's GIL.
+Workloads: 3 checklist judges (AMHART, 14 items) x ``--conversations``, then 1 question-flow
+judge (tests/fixtures/vera/rubric_small.tsv, scripted so every walk asks 9 questions) x
+``--conversations``. Every call takes ``--latency`` seconds at the fake server, which runs in
+its own process (a remote provider's CPU is not the app's). Each workload is run, then run
+again with identical judges and conversations: every call of the re-run is answered from the
+response cache (no HTTP call at all), so it measures the bookkeeping of a result alone.
 
-ideal = calls x latency / concurrency; ratio = wall / ideal (aim: <= 1.2). The re-run repeats
-each run with identical judges and conversations: every call is answered from the response
-cache (no HTTP call), so it measures the bookkeeping alone.
+Modes (``--modes``; each in a fresh child process on a fresh SQLite file, or on
+``--database-url``): ``inprocess`` (the engine in this process, ``--concurrency`` results in
+flight; ``--processes N`` forks N such processes sharing the results), ``worker`` (real
+Celery workers, ``--pool threads``, through the embedded filesystem broker), ``worker-redis``
+(the same through Redis, ``--redis-url``), ``bare`` (litellm alone, same calls and
+concurrency, with the checklist's JSON schema).
 
-Run: .venv/bin/python bench/judge.py [--conversations 64] [--latency 0.2] [--concurrency 16]
-     [--processes 2]  (the same 16-way concurrency split over forked processes)
+One ``RESULT`` line per workload and mode: ratio = wall / (calls x latency / concurrency),
+cpu_ms_per_call of the judging process(es), cpu_ms_per_result of the cached re-run.
+
+Run: .venv/bin/python bench/judge.py --concurrency 32
+     .venv/bin/python bench/judge.py --concurrency 32 --modes inprocess,worker-redis --database-url postgres://postgres@127.0.0.1:5432/judgebench
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,33 +36,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TEMP = tempfile.mkdtemp(prefix="evalsite-bench-judge-")
-os.environ["EVALSITE_VAR_DIR"] = TEMP
-os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings.base"
-os.environ.pop("DATABASE_URL", None)
-os.environ.pop("REDIS_URL", None)  # the local limiter: this benchmark measures one process
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ["BENCH_JUDGE_API_KEY"] = "sk-bench-not-a-real-key"
+from bench.common import (  # noqa: E402
+    FakeServer,
+    Workers,
+    bare_loop,
+    cpu_seconds,
+    result_line,
+    rss_mb,
+    wait_until,
+)
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.core.management import call_command  # noqa: E402
-from django.db import connections  # noqa: E402
-
-from corpus.instruments.services import builtin_instruments_load, instrument_import  # noqa: E402
-from corpus.models import Conversation, Message, Persona, PersonaSet  # noqa: E402
-from judging import services  # noqa: E402
-from judging.models import Judge, JudgeRun  # noqa: E402
-from tests.support.fake_llm import FakeLLM  # noqa: E402
-
+KEY_ENV = "BENCH_JUDGE_API_KEY"
 FLOW_ANSWERS = {
     "hint that they could be in danger": "Yes",
     "How urgent is the user's situation": "Danger, not urgent",
 }
 FLOW_QUESTIONS = 9  # 1, 2, 5, 6, 7, 8, 10, 11, 12 with the answers above ("No" elsewhere)
+CHECKLIST_JUDGES = ("bench-gpt", "bench-claude", "bench-gemini")
 
 
 def checklist_reply(body: dict) -> str:
@@ -80,7 +74,26 @@ def flow_reply(body: dict) -> str:
     return json.dumps({"answer": answer, "explanation": "As the transcript shows."})
 
 
-def make_conversations(n: int) -> list[Conversation]:
+FAKE_SETUP = (
+    "from bench.judge import checklist_reply, flow_reply, CHECKLIST_JUDGES\n"
+    "for name in CHECKLIST_JUDGES: fake.script(name, [checklist_reply])\n"
+    "fake.script('bench-vera', [flow_reply])\n"
+    "fake.script('bare', [checklist_reply])\n"
+)
+
+
+def _ensure_postgres_database(url: str) -> None:
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def make_conversations(n: int) -> list:  # type: ignore[type-arg]
+    from corpus.models import Conversation, Message, Persona, PersonaSet
+
     persona_set = PersonaSet.objects.create(key="bench", name="Bench", content_hash="0" * 64)
     persona = Persona.objects.create(persona_set=persona_set, key="p", name="P", profile={"age": 15, "concern": "anxiety"})
     conversations = []
@@ -98,150 +111,173 @@ def make_conversations(n: int) -> list[Conversation]:
     return conversations
 
 
-class RemoteFake:
-    """A FakeLLM in a forked child process, driven over a pipe (same scripts, same counters)."""
+def _shard(run_id: int, concurrency: int, index: int, processes: int) -> float:
+    from django.db import connections
 
-    def __init__(self, latency: float) -> None:
-        ctx = multiprocessing.get_context("fork")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=self._serve, args=(child, latency), daemon=True)
-        self._proc.start()
-        self.base_url = self._conn.recv()
+    from judging import services
 
-    @staticmethod
-    def _serve(conn, latency: float) -> None:  # type: ignore[no-untyped-def]
-        with FakeLLM(latency=latency) as fake:
-            conn.send(fake.base_url)
-            while True:
-                command, argument = conn.recv()
-                if command == "stop":
-                    return
-                if command == "script":
-                    fake.script(argument, [flow_reply if argument.endswith("vera") else checklist_reply])
-                    conn.send(None)
-                else:
-                    conn.send(getattr(fake, command))
+    connections.close_all()
+    cpu0 = cpu_seconds()
+    profile_to = os.environ.get("BENCH_PROFILE")
+    if profile_to:  # one file per run: BENCH_PROFILE=/tmp/judge -> /tmp/judge-<run id>.prof
+        import cProfile
 
-    def script(self, model: str, _replies: list) -> None:
-        self._conn.send(("script", model))
-        self._conn.recv()
-
-    def _get(self, name: str) -> int:
-        self._conn.send((name, None))
-        return self._conn.recv()
-
-    @property
-    def calls_total(self) -> int:
-        return self._get("calls_total")
-
-    @property
-    def max_in_flight(self) -> int:
-        return self._get("max_in_flight")
-
-    def __enter__(self) -> RemoteFake:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("stop", None))
-        self._proc.join(timeout=5)
-
-
-def _shard(run_id: int, concurrency: int, index: int, processes: int) -> None:
-    services.judge_run_execute_in_process(run_id=run_id, concurrency=concurrency, shard=(index, processes))
-
-
-def timed_run(
-    judges: list[Judge], conversations: list[Conversation], concurrency: int, processes: int = 1
-) -> tuple[float, float, JudgeRun]:
-    """Return wall seconds, CPU seconds (all threads of this process and its children), the run.
-
-    With ``processes`` > 1 the threads are split over that many forked processes, each taking
-    its share of the results (a stand-in for Celery's prefork pool).
-    """
-    run = services.judge_run_create(judges=judges, conversation_ids=[c.pk for c in conversations], start=False)
-    started = time.perf_counter()
-    before = os.times()
-    if processes == 1:
-        services.judge_run_execute_in_process(run_id=run.pk, concurrency=concurrency)
+        profile = cProfile.Profile()
+        profile.runcall(services.judge_run_execute_in_process, run_id=run_id, concurrency=concurrency, shard=(index, processes))
+        profile.dump_stats(f"{profile_to}-{run_id}.prof")
     else:
-        connections.close_all()  # children open their own connections
-        ctx = multiprocessing.get_context("fork")
-        children = [
-            ctx.Process(target=_shard, args=(run.pk, max(1, concurrency // processes), i, processes))
-            for i in range(processes)
-        ]
-        for child in children:
-            child.start()
-        for child in children:
-            child.join()
-    after = os.times()
-    cpu = (after.user - before.user) + (after.system - before.system)
-    cpu += (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return time.perf_counter() - started, cpu, JudgeRun.objects.get(pk=run.pk)
+        services.judge_run_execute_in_process(run_id=run_id, concurrency=concurrency, shard=(index, processes))
+    return cpu_seconds() - cpu0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--fake-in-process", action="store_true", help="Serve the fake LLM from this process")
-    parser.add_argument("--processes", type=int, default=1, help="Split the threads over this many processes")
-    args = parser.parse_args()
+def child(args: argparse.Namespace) -> None:
+    import django
+
+    if args.database_url:
+        _ensure_postgres_database(args.database_url)
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+    from django.db.models import Max
+    from django.utils import timezone
+
+    from corpus.instruments.services import builtin_instruments_load, instrument_import
+    from judging import services
+    from judging.models import JudgeRun
 
     call_command("migrate", verbosity=0)
     amhart = next(i for i in builtin_instruments_load() if i.key == "amhart")
     rubric = ROOT / "tests" / "fixtures" / "vera" / "rubric_small.tsv"
     vera, _ = instrument_import(text=rubric.read_text(encoding="utf-8"), file=rubric.name, fmt="vera-mh")
     *conversations, spare = make_conversations(args.conversations + 1)
+    mode = args.child
+    db_name = "postgresql" if args.database_url else "sqlite"
 
-    rows = []
-    server = FakeLLM(latency=args.latency) if args.fake_in_process else RemoteFake(args.latency)
-    with server as fake:
-        def judge(name: str, instrument, provider: str) -> Judge:  # type: ignore[no-untyped-def]
-            return services.judge_create(
-                name=name, instrument=instrument, model=f"openai/{name}", provider=provider,
-                api_base=fake.base_url, api_key_env="BENCH_JUDGE_API_KEY", max_concurrent=args.concurrency,
-            )
-
-        checklist = [judge("bench-gpt", amhart, "openai"), judge("bench-claude", amhart, "anthropic"), judge("bench-gemini", amhart, "google")]
-        for j in checklist:
-            fake.script(j.name, [checklist_reply])
-        flow = [judge("bench-vera", vera, "openai")]
-        fake.script("bench-vera", [flow_reply])
-
-        # Warm-up: import litellm and open the first connections outside the timings.
-        services.judge_run_execute_in_process(
-            run_id=services.judge_run_create(judges=checklist[:1], conversation_ids=[spare.pk], start=False).pk,
-            concurrency=1,
+    def judge(name: str, instrument, provider: str):  # type: ignore[no-untyped-def]
+        return services.judge_create(
+            name=name, instrument=instrument, model=f"openai/{name}", provider=provider,
+            api_base=args.fake_url, api_key_env=KEY_ENV, max_concurrent=args.concurrency,
         )
 
-        for label, judges in ((f"checklist 3 x {args.conversations}", checklist), (f"question flow 1 x {args.conversations}", flow)):
-            before = fake.calls_total
-            wall, cpu, run = timed_run(judges, conversations, args.concurrency, args.processes)
-            calls = fake.calls_total - before
+    checklist = [judge(n, amhart, p) for n, p in zip(CHECKLIST_JUDGES, ("openai", "anthropic", "google"), strict=True)]
+    flow = [judge("bench-vera", vera, "openai")]
+    workers = None
+    if mode != "inprocess":
+        workers = Workers(os.environ.copy(), Path(os.environ["EVALSITE_VAR_DIR"]))
+        workers.start(args.processes, max(args.concurrency // args.processes, 1))
+
+    def execute(judges: list, ids: list[int]) -> tuple[float, float, list[float], JudgeRun]:  # type: ignore[type-arg]
+        """Return wall seconds, CPU seconds of the judging process(es), their RSS, the run."""
+        if workers is None:
+            run = services.judge_run_create(judges=judges, conversation_ids=ids, start=False)
+            connections.close_all()
+            started = time.perf_counter()
+            if args.processes == 1:
+                cpu = _shard(run.pk, args.concurrency, 0, 1)
+            else:
+                import multiprocessing
+
+                with multiprocessing.get_context("fork").Pool(args.processes) as pool:
+                    cpu = sum(pool.starmap(_shard, [(run.pk, max(args.concurrency // args.processes, 1), i, args.processes) for i in range(args.processes)]))
+            return time.perf_counter() - started, cpu, [rss_mb()], JudgeRun.objects.get(pk=run.pk)
+        cpu0 = workers.cpu()
+        started_at = timezone.now()
+        started = time.perf_counter()
+        run = services.judge_run_create(judges=judges, conversation_ids=ids, start=True)
+        finished = wait_until(lambda: JudgeRun.objects.get(pk=run.pk).is_finished, 600)
+        polled = time.perf_counter() - started
+        cpu = workers.cpu() - cpu0
+        if not finished:
+            print(workers.logs(), file=sys.stderr)
+        last = run.results.aggregate(last=Max("finished_at"))["last"]
+        wall = (last - started_at).total_seconds() if last and finished else polled
+        return wall, cpu, workers.rss(), JudgeRun.objects.get(pk=run.pk)
+
+    try:
+        # Warm-up outside the timings: litellm's import, clients, connections, the caches.
+        execute(checklist[:1], [spare.pk])
+        execute(flow, [spare.pk])
+        ids = [c.pk for c in conversations]
+        for name, judges in (("checklist", checklist), ("flow", flow)):
+            workload = f"judge-{name}-{len(judges)}x{args.conversations}-c{args.concurrency}"
+            wall, cpu, rss, run = execute(judges, ids)
+            calls = run.n_calls
             ideal = calls * args.latency / args.concurrency
-            assert run.status == "completed", (run.status, run.error)
-            cached_wall, cached_cpu, cached = timed_run(judges, conversations, args.concurrency, args.processes)
-            assert fake.calls_total - before == calls, "the re-run must make no HTTP call"
-            rows.append((label, calls, wall, ideal, wall / ideal, cpu, fake.max_in_flight, cached_wall, cached_cpu, f"{cached.n_cached}/{cached.n_calls}"))
+            cached_wall, cached_cpu, cached_rss, cached = execute(judges, ids)
+            label = mode if args.processes == 1 else f"{mode}x{args.processes}"
+            print(
+                result_line(
+                    workload, mode=label, db=db_name, ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / max(calls, 1),
+                    rss_mb="/".join(f"{r:.0f}" for r in rss), wall_s=wall, ideal_s=ideal, calls=calls,
+                    status=run.status, cached_cpu_ms_per_result=cached_cpu * 1000 / max(cached.n_total, 1),
+                    cached_wall_s=cached_wall, cached=f"{cached.n_cached}/{cached.n_calls}",
+                ),
+                flush=True,
+            )
+    finally:
+        if workers is not None:
+            workers.stop()
 
-    where = "this process" if args.fake_in_process else "a child process"
-    layout = f"{args.concurrency} threads" if args.processes == 1 else f"{args.processes} processes x {args.concurrency // args.processes} threads"
-    print(f"database: file-based SQLite (WAL) in {TEMP}; {layout}; {args.latency * 1000:.0f} ms per call; fake server in {where}; {os.cpu_count()} CPUs")
-    header = (
-        f"{'workload':<24}{'calls':>6}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'cpu s':>7}{'in flight':>10}"
-        f"{'cached wall s':>14}{'cached cpu s':>13}{'cached':>9}"
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--processes", type=int, default=1, help="split the results over this many processes/workers")
+    parser.add_argument("--modes", default="bare,inprocess,worker")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--fake-url", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    fake = FakeServer(args.latency, setup=FAKE_SETUP)
+    print(
+        f"judge bench: checklist 3 x {args.conversations} and question flow 1 x {args.conversations} "
+        f"({FLOW_QUESTIONS} questions each), {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight "
+        f"over {args.processes} process(es), {'PostgreSQL' if args.database_url else 'SQLite'}; "
+        f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
+        flush=True,
     )
-    print(header)
-    print("-" * len(header))
-    for label, calls, wall, ideal, ratio, cpu, in_flight, cached_wall, cached_cpu, cached in rows:
-        print(
-            f"{label:<24}{calls:>6}{wall:>8.2f}{ideal:>8.2f}{ratio:>7.2f}{cpu:>7.2f}{in_flight:>10}"
-            f"{cached_wall:>14.2f}{cached_cpu:>13.2f}{cached:>9}"
-        )
-    print("cpu s: CPU time of the judging process(es), all threads, during the run; near wall s x")
-    print("processes means the threads are bound by the interpreter lock, not by waiting for the model.")
+    try:
+        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            if mode == "bare":
+                schema = {"type": "json_schema", "json_schema": {"name": "checklist_labels", "strict": True, "schema": {
+                    "type": "object", "properties": {"items": {"type": "object", "properties": {f"amhart_{i:02d}": {"type": "object"} for i in range(1, 15)}}}}}}
+                print(bare_loop(
+                    fake.base_url, conversations=3 * args.conversations, messages=1, concurrency=args.concurrency,
+                    latency=args.latency, workload=f"judge-checklist-3x{args.conversations}-c{args.concurrency}",
+                    response_format=schema, prompt_words=1500,
+                ), flush=True)
+                continue
+            env = dict(os.environ)
+            env.update(
+                DJANGO_SETTINGS_MODULE="evalsite.settings.base", DJANGO_DEBUG="0", DJANGO_LOG_LEVEL="WARNING",
+                EVALSITE_VAR_DIR=tempfile.mkdtemp(prefix=f"judgebench-{mode}-"), LITELLM_LOCAL_MODEL_COST_MAP="True",
+                HF_HUB_OFFLINE="1", REDIS_URL=args.redis_url if mode == "worker-redis" else "",
+            )
+            env[KEY_ENV] = "sk-bench-not-a-real-key"
+            if args.database_url:
+                env["DATABASE_URL"] = args.database_url
+            else:
+                env.pop("DATABASE_URL", None)
+            if mode == "worker-redis":
+                import redis
+
+                redis.Redis.from_url(args.redis_url).flushdb()  # this benchmark's own Redis db
+            command = [sys.executable, __file__, "--child", mode, "--fake-url", fake.base_url]
+            for name in ("conversations", "latency", "concurrency", "processes", "database_url", "redis_url"):
+                command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
+            print("\n".join(lines) if lines else f"RESULT workload=judge mode={mode} error=see-below", flush=True)
+            if done.returncode != 0 or not lines:
+                print(done.stderr[-3000:], file=sys.stderr)
+    finally:
+        fake.close()
 
 
 if __name__ == "__main__":

@@ -1,87 +1,56 @@
-"""Benchmark the simulator: 64 conversations x 20 messages against FakeLLM at 200 ms per call.
+"""Benchmark the simulator against the fake LLM server: wall time vs the ideal, CPU and memory.
 
-How it runs: in-process, a pool of 16 threads each calling the task's service function
-(``simulation_run_execute``) on one planned conversation at a time, exactly what a Celery
-worker with 16 threads would run, minus the broker. Every call goes through litellm's real HTTP
-path to the local fake server; every message is written to the database as it arrives.
+Workload: ``--conversations`` VERA-MH conversations of ``--messages`` messages (both sides
+through litellm's real HTTP path to the local fake server, ``--latency`` seconds per call),
+``--concurrency`` conversations in flight, every message written to the database as it comes.
 
-Database: a fresh SQLite file (WAL) in a temporary folder by default, or PostgreSQL with
-``--database-url postgres://...`` (the database is created if missing and emptied first).
-Rate limits: local (in-process) unless ``--redis-url`` is given, then shared through Redis.
+Modes (``--modes``, comma-separated; each runs in a fresh child process on a fresh database):
 
-Reports: wall time; the ideal (calls x latency / concurrency) and the ratio; the process's
-resident memory; and the per-call overhead the app adds on top of litellm (time inside a
-conversation not spent in ``litellm.completion``: prompts, claim, lease, message writes, limiter),
-plus litellm's own overhead over the server's 200 ms.
+- ``inprocess``: the engine in this process (``simulation_runs_execute_inline``), the same
+  coroutine a worker runs, minus the broker; ``--processes N`` forks N such processes that
+  share the conversations (a stand-in for N worker processes).
+- ``worker``: real Celery workers started as the README starts them (``celery -A evalsite
+  worker --pool threads --concurrency C/N``, N = ``--processes``), the batch dispatched through
+  the embedded filesystem broker.
+- ``worker-redis``: the same through Redis (``--redis-url``, default db 14), whose limits are
+  then shared by the workers through Redis as in production.
+- ``bare``: litellm alone on the same fake server, same calls and concurrency
+  (``bare-acompletion`` on one event loop, ``bare-completion`` on one thread per conversation).
 
-Run: .venv/bin/python bench/simulate.py [--conversations 64] [--messages 20] [--latency 0.2]
-     [--concurrency 16] [--database-url postgres://postgres@127.0.0.1:5432/simbench] [--redis-url ...]
+Database: a SQLite file (WAL) in a temporary folder, or ``--database-url postgres://...``
+(dropped and created afresh for each mode). Prints one ``RESULT`` line per mode (see
+bench/common.py); ``BENCH_PROFILE=file`` writes a cProfile of the in-process run.
+
+Run: .venv/bin/python bench/simulate.py --conversations 32 --concurrency 32
+     .venv/bin/python bench/simulate.py --conversations 100 --concurrency 100 --processes 2
+     .venv/bin/python bench/simulate.py --database-url postgres://postgres@127.0.0.1:5432/simbench --modes inprocess,worker-redis
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import (  # noqa: E402
+    FakeServer,
+    Workers,
+    bare_loop,
+    cpu_seconds,
+    result_line,
+    rss_mb,
+    wait_until,
+)
 
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-class _fake_server:
-    """Run FakeLLM in its own process so its threads do not share this process's GIL."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = latency
-
-    def __enter__(self) -> _fake_server:
-        import subprocess
-
-        code = (
-            f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-            "from tests.support.fake_llm import FakeLLM\n"
-            f"fake = FakeLLM(latency={self.latency!r}).start(); print(fake.base_url, flush=True)\n"
-            "sys.stdin.read()\n"
-        )
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.base_url = self.proc.stdout.readline().strip()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-
-def _setup_environment(args: argparse.Namespace) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings.base"
-    os.environ["EVALSITE_DEBUG"] = "0"  # DEBUG would keep every SQL query in memory
-    os.environ["DJANGO_LOG_LEVEL"] = "WARNING"
-    os.environ["EVALSITE_VAR_DIR"] = tempfile.mkdtemp(prefix="simbench-")
-    os.environ["BENCH_LLM_API_KEY"] = "sk-bench-not-a-real-key"
-    os.environ["REDIS_URL"] = args.redis_url or ""
-    if args.database_url:
-        os.environ["DATABASE_URL"] = args.database_url
-        _ensure_postgres_database(args.database_url)
-    else:
-        os.environ.pop("DATABASE_URL", None)
+KEY_ENV = "BENCH_LLM_API_KEY"
 
 
 def _ensure_postgres_database(url: str) -> None:
@@ -89,132 +58,232 @@ def _ensure_postgres_database(url: str) -> None:
 
     base, _, name = url.rpartition("/")
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def _execute_chunk(run_ids: list[int], threads: int) -> dict:
-    """Run conversations on a thread pool in this process; return timings, CPU and memory."""
+def _child_environment(args: argparse.Namespace, mode: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="evalsite.settings.base",
+        DJANGO_DEBUG="0",  # DEBUG would keep every SQL query in memory
+        DJANGO_LOG_LEVEL="WARNING",
+        EVALSITE_VAR_DIR=tempfile.mkdtemp(prefix=f"simbench-{mode}-"),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        HF_HUB_OFFLINE="1",
+        REDIS_URL=args.redis_url if mode == "worker-redis" else "",
+    )
+    env[KEY_ENV] = "sk-bench-not-a-real-key"
+    if args.database_url:
+        env["DATABASE_URL"] = args.database_url
+    else:
+        env.pop("DATABASE_URL", None)
+    return env
+
+
+# -- the child: one mode on a fresh database ---------------------------------------------------
+
+
+def _plan(args: argparse.Namespace, fake_url: str, conversations: int, messages: int, dispatch: bool):  # type: ignore[no-untyped-def]
+    from corpus.models import PersonaSet, Target
+    from corpus.personas.services import personas_import
+    from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
+
+    persona_set = PersonaSet.objects.filter(key__isnull=False).first()
+    if persona_set is None:
+        text = (ROOT / "tests/fixtures/vera/personas_small.tsv").read_text(encoding="utf-8")
+        persona_set = personas_import(text=text, file="personas_small.tsv").persona_set
+    n_personas = persona_set.personas.count()
+    target, _ = Target.objects.get_or_create(
+        code="T-BENCH",
+        defaults=dict(
+            model="openai/bench-chatbot", api_base=fake_url, api_key_env=KEY_ENV, params={"temperature": 1.0},
+            system_prompt="Be supportive.", max_concurrent=args.concurrency,
+        ),
+    )
+    spec = BatchSpec(
+        protocol="vera-mh", persona_set_id=persona_set.pk, target_ids=(target.pk,),
+        repetitions=-(-conversations // n_personas),
+        user_agent=UserAgent(
+            model="openai/bench-user", api_base=fake_url, api_key_env=KEY_ENV,
+            params={"temperature": 1.0}, max_concurrent=args.concurrency,
+        ),
+        turns=messages,
+    )
+    batch = simulation_batch_create(spec=spec, dispatch=False)
+    run_ids = list(batch.runs.order_by("id").values_list("pk", flat=True))[:conversations]
+    batch.runs.exclude(pk__in=run_ids).delete()
+    if dispatch:
+        from simulation.batches import simulation_batch_resume
+
+        simulation_batch_resume(batch_id=batch.pk)  # queues every queued run (on commit)
+    return batch, run_ids
+
+
+def _inprocess_chunk(run_ids: list[int], concurrency: int) -> dict:
     from django.db import connections
 
-    from simulation.simulate import new_owner, simulation_run_execute
+    from simulation.simulate import simulation_runs_execute_inline
+
+    connections.close_all()
+    cpu0 = cpu_seconds()
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+        outcomes = simulation_runs_execute_inline(run_ids=run_ids, threads=concurrency)
+        profile.disable()
+        profile.dump_stats(os.environ["BENCH_PROFILE"])
+    else:
+        outcomes = simulation_runs_execute_inline(run_ids=run_ids, threads=concurrency)
+    return {"cpu": cpu_seconds() - cpu0, "rss": rss_mb(), "outcomes": [o.status for o in outcomes.values()]}
 
 
-    cpu_before = _cpu_seconds()
-    durations: dict[int, float] = {}
-
-    def one(run_id: int) -> str:
-        started = time.perf_counter()
-        try:
-            outcome = simulation_run_execute(run_id=run_id, owner=new_owner("bench"))
-        finally:
-            connections.close_all()
-        durations[run_id] = time.perf_counter() - started
-        return outcome.status
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        outcomes = list(pool.map(one, run_ids))
-    return {
-        "durations": durations,
-        "outcomes": outcomes,
-        "cpu": _cpu_seconds() - cpu_before,
-        "rss": _rss_mb(),
-        "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--conversations", type=int, default=64)
-    parser.add_argument("--messages", type=int, default=20, help="messages per conversation (even)")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds per fake LLM call")
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--processes", type=int, default=1, help="split the threads over this many processes")
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--redis-url", default="")
-    args = parser.parse_args()
-    _setup_environment(args)
-
+def child(args: argparse.Namespace) -> None:
     import django
 
+    if args.database_url:
+        _ensure_postgres_database(args.database_url)
     django.setup()
     from django.core.management import call_command
     from django.db import connections
+    from django.db.models import Max
 
-    from corpus.models import Message, Target
-    from corpus.personas.services import personas_import
-    from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
+    from corpus.models import Message
     from simulation.models import SimulationRun
 
     call_command("migrate", verbosity=0)
-    personas_text = (ROOT / "tests/fixtures/vera/personas_small.tsv").read_text(encoding="utf-8")
-    persona_set = personas_import(text=personas_text, file="personas_small.tsv").persona_set
-    n_personas = persona_set.personas.count()
-    repetitions = -(-args.conversations // n_personas)
+    mode, fake_url = args.child, args.fake_url
+    calls = args.conversations * args.messages
+    ideal = calls * args.latency / args.concurrency
+    db_name = "postgresql" if args.database_url else "sqlite"
+    workload = f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}"
+    extra: dict = {}
+    if mode == "inprocess":
+        # Warm-up outside the timing: litellm's import, its lazy imports and the cost map.
+        _warm, warm_ids = _plan(args, fake_url, 2, 2, dispatch=False)
+        from simulation.simulate import simulation_runs_execute_inline
 
-    with _fake_server(args.latency) as fake:
-        target = Target.objects.create(
-            code="T-BENCH", model="openai/bench-chatbot", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY",
-            params={"temperature": 1.0}, system_prompt="Be supportive.", max_concurrent=args.concurrency,
-        )
-        spec = BatchSpec(
-            protocol="vera-mh", persona_set_id=persona_set.pk, target_ids=(target.pk,), repetitions=repetitions,
-            user_agent=UserAgent(
-                model="openai/bench-user", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY",
-                params={"temperature": 1.0}, max_concurrent=args.concurrency,
-            ),
-            turns=args.messages,
-        )
-        batch = simulation_batch_create(spec=spec, dispatch=False)
-        run_ids = list(batch.runs.order_by("id").values_list("pk", flat=True))[: args.conversations]
-        batch.runs.exclude(pk__in=run_ids).delete()
-
-        # Warm up litellm (import, client, cost map) outside the timed part.
-        from simulation.llm import ModelSpec, chat
-
-        chat(ModelSpec(model="openai/warmup", api_base=fake.base_url, api_key_env="BENCH_LLM_API_KEY"), [{"role": "user", "content": "hi"}])
-        rss_before = _rss_mb()
-        connections.close_all()  # children must not share the parent's database connection
+        simulation_runs_execute_inline(run_ids=warm_ids, threads=2)
+        _batch, run_ids = _plan(args, fake_url, args.conversations, args.messages, dispatch=False)
+        connections.close_all()
         started = time.perf_counter()
         if args.processes == 1:
-            results = [_execute_chunk(run_ids, args.concurrency)]
+            results = [_inprocess_chunk(run_ids, args.concurrency)]
         else:
             import multiprocessing
 
             chunks = [run_ids[i :: args.processes] for i in range(args.processes)]
-            threads = max(args.concurrency // args.processes, 1)
             with multiprocessing.get_context("fork").Pool(args.processes) as pool:
-                results = pool.starmap(_execute_chunk, [(chunk, threads) for chunk in chunks])
+                results = pool.starmap(_inprocess_chunk, [(c, max(args.concurrency // args.processes, 1)) for c in chunks])
         wall = time.perf_counter() - started
+        cpu = sum(r["cpu"] for r in results)
+        rss = [r["rss"] for r in results]
+    else:
+        workers = Workers(os.environ.copy(), Path(os.environ["EVALSITE_VAR_DIR"]))
+        workers.start(args.processes, max(args.concurrency // args.processes, 1))
+        try:
+            warm, warm_ids = _plan(args, fake_url, 2 * args.processes, 2, dispatch=True)
+            ok = wait_until(lambda: not SimulationRun.objects.filter(pk__in=warm_ids, status__in=SimulationRun.ACTIVE).exists(), 120)
+            if not ok:
+                raise SystemExit("the workers did not run the warm-up batch:\n" + workers.logs())
+            batch, run_ids = _plan(args, fake_url, args.conversations, args.messages, dispatch=False)
+            cpu0 = workers.cpu()
+            from django.utils import timezone
 
-    durations = {k: v for r in results for k, v in r["durations"].items()}
-    outcomes = [o for r in results for o in r["outcomes"]]
-    cpu = sum(r["cpu"] for r in results)
-    rss_after = [r["rss"] for r in results]
-    peak = [r["peak"] for r in results]
-    metas = list(Message.objects.filter(conversation__simulation_run__in=run_ids).values_list("meta", flat=True))
-    latencies = [m["latency_ms"] / 1000 for m in metas if "latency_ms" in m]
-    calls = len(latencies)
-    done = sum(1 for o in outcomes if o == "done")
-    ideal = calls * args.latency / args.concurrency
-    app_overhead = (sum(durations.values()) - sum(latencies)) / calls
-    litellm_overhead = statistics.mean(latencies) - args.latency
+            started_at = timezone.now()
+            started = time.perf_counter()
+            from simulation.batches import simulation_batch_resume
+
+            simulation_batch_resume(batch_id=batch.pk)
+            done = wait_until(
+                lambda: not SimulationRun.objects.filter(pk__in=run_ids, status__in=SimulationRun.ACTIVE).exists(),
+                max(ideal * 20, 120),
+            )
+            polled = time.perf_counter() - started
+            cpu = workers.cpu() - cpu0
+            rss = workers.rss()
+            last = SimulationRun.objects.filter(pk__in=run_ids).aggregate(last=Max("finished_at"))["last"]
+            wall = (last - started_at).total_seconds() if last and done else polled
+            if not done:
+                print(workers.logs(), file=sys.stderr)
+        finally:
+            workers.stop()
+        results = []
+    runs = SimulationRun.objects.filter(pk__in=run_ids)
+    made = runs.values_list("calls", flat=True)
+    calls_made = sum(made) or calls
+    not_done = [(r.pk, r.status, r.error[:200]) for r in runs.exclude(status="done")[:3]]
     messages = Message.objects.filter(conversation__simulation_run__in=run_ids).count()
-    failed = SimulationRun.objects.filter(pk__in=run_ids).exclude(status="done").count()
-    engine = "PostgreSQL" if args.database_url else "SQLite (WAL file)"
-    print(f"simulate bench: {len(run_ids)} conversations x {args.messages} messages, {args.latency * 1000:.0f} ms per call, "
-          f"{args.concurrency} threads in {args.processes} process(es), {engine}, {'Redis' if args.redis_url else 'local'} rate limiter")
-    print(f"  conversations done     {done}/{len(run_ids)} ({failed} not done), messages stored {messages}, LLM calls {calls}")
-    for run in SimulationRun.objects.filter(pk__in=run_ids).exclude(status="done")[:5]:
-        print(f"  not done: run {run.pk} {run.status}: {run.error[:300]}")
-    print(f"  wall time              {wall:8.2f} s")
-    print(f"  ideal                  {ideal:8.2f} s  (calls x latency / concurrency)")
-    print(f"  ratio                  {wall / ideal:8.2f}  (aim <= 1.2)")
-    print(f"  app overhead per call  {app_overhead * 1000:8.1f} ms  (conversation time outside litellm.completion)")
-    print(f"  litellm per call       {litellm_overhead * 1000:8.1f} ms  (mean call time over the server's {args.latency * 1000:.0f} ms)")
-    print(f"  CPU of the app         {cpu * 1000 / calls:8.1f} ms per call  ({cpu:.1f} s in all; the fake server runs in its own process)")
-    print(f"  memory (RSS)           {', '.join(f'{r:.0f}' for r in rss_after)} MB per process after the batch "
-          f"(before {rss_before:.0f} MB, peak {', '.join(f'{p:.0f}' for p in peak)} MB)")
+    extra["done"] = f"{runs.filter(status='done').count()}/{len(run_ids)}"
+    print(
+        result_line(
+            workload, mode=mode if args.processes == 1 else f"{mode}x{args.processes}", db=db_name,
+            ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls_made,
+            rss_mb="/".join(f"{r:.0f}" for r in rss), wall_s=wall, ideal_s=ideal, calls=calls_made,
+            messages=messages, **extra,
+        ),
+        flush=True,
+    )
+    if not_done:
+        print(f"  not done: {not_done}", file=sys.stderr)
+
+
+# -- the parent: every mode, side by side -------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--conversations", type=int, default=32)
+    parser.add_argument("--messages", type=int, default=20, help="messages per conversation (even)")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per fake LLM call")
+    parser.add_argument("--concurrency", type=int, default=32, help="conversations in flight")
+    parser.add_argument("--processes", type=int, default=1, help="split them over this many processes/workers")
+    parser.add_argument("--modes", default="bare,inprocess,worker")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--fake-url", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    fake = FakeServer(args.latency)
+    print(
+        f"simulate bench: {args.conversations} conversations x {args.messages} messages, "
+        f"{args.latency * 1000:.0f} ms per call, {args.concurrency} in flight over {args.processes} process(es), "
+        f"{'PostgreSQL' if args.database_url else 'SQLite'}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    try:
+        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            if mode == "bare":
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                print(bare_loop(
+                    fake.base_url, conversations=args.conversations, messages=args.messages,
+                    concurrency=args.concurrency, latency=args.latency,
+                    workload=f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}",
+                ), flush=True)
+                continue
+            if mode == "worker-redis":
+                import redis
+
+                redis.Redis.from_url(args.redis_url).flushdb()  # this benchmark's own Redis db
+            command = [sys.executable, __file__, "--child", mode, "--fake-url", fake.base_url]
+            for name in ("conversations", "messages", "latency", "concurrency", "processes", "database_url", "redis_url"):
+                command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+            done = subprocess.run(command, env=_child_environment(args, mode), capture_output=True, text=True)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
+            print("\n".join(lines) if lines else f"RESULT workload=simulate mode={mode} error=see-below", flush=True)
+            if done.returncode != 0 or not lines:
+                print(done.stderr[-3000:], file=sys.stderr)
+            elif done.stderr.strip():
+                print("\n".join(line for line in done.stderr.splitlines() if "not done" in line), file=sys.stderr)
+    finally:
+        fake.close()
+    print(json.dumps({"note": "ratio = wall / (calls x latency / concurrency); figures on a shared machine are provisional"}))
 
 
 if __name__ == "__main__":

@@ -91,7 +91,22 @@ class RunCache:
 
     def commit_many(self, request_hashes: list[str]) -> None:
         """Store the replies to these requests (one insert) now that the caller accepted them."""
+        entries = self.take(request_hashes)
+        if entries:
+            self.base.store_many(entries)
+
+    def take(self, request_hashes: list[str]) -> list[tuple[str, LLMResult]]:
+        """Return (cache key, reply) of these accepted requests, for the caller to store."""
         with self._lock:
             found = [(h, self._pending.pop(h)) for h in request_hashes if h in self._pending]
-        if found:
-            self.base.store_many([(salted_key(h, self.salt), result) for h, result in found])
+        return [(salted_key(h, self.salt), result) for h, result in found]
+
+    def key(self, request_hash: str) -> str:
+        return salted_key(request_hash, self.salt)
+
+
+def cache_get_many(items: list[tuple[RunCache, str]]) -> list[LLMResult | None]:
+    """Look up many requests in one query (a batched database step of the engine)."""
+    keys = [cache.key(rhash) for cache, rhash in items]
+    found = dict(LLMCacheEntry.objects.filter(key__in=set(keys)).values_list("key", "result"))
+    return [_from_json(found[key]) if key in found else None for key in keys]

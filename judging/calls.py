@@ -1,25 +1,29 @@
 """One judge result's LLM calls: spec, limiter, cache, and a record of every call.
 
-Everything goes through ``simulation.llm.chat`` (retries with Retry-After, shared limits).
+Everything goes through ``simulation.llm.achat`` (retries with Retry-After, shared limits),
+awaited by a judge result's coroutine on the engine (``simulation.llm.engine``).
 The record survives a failure, so a run's tokens and cost include the calls of failed results.
 A reply answered from the cache costs nothing and is counted as cached.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from judging.cache import DbCache, RunCache
+from judging.cache import DbCache, RunCache, cache_get_many
 from simulation.llm import (
     DEFAULT_RETRY,
     LLMError,
     LLMResult,
     ModelSpec,
     RetryPolicy,
-    chat,
+    achat,
     limiter_for,
+    request_hash,
 )
+from simulation.llm.client import refuse_by_secrets_policy
+from simulation.llm.engine import db_batch
 
 # Tests shorten the waits between retried calls by replacing this.
 RETRY_POLICY: RetryPolicy = DEFAULT_RETRY
@@ -66,12 +70,21 @@ class JudgeCallConfig:
 
 @dataclass
 class Caller:
-    """Make a judge's calls and keep a record of each one."""
+    """Make a judge's calls and keep a record of each one.
+
+    Calls are coroutines for the engine: the cache lookup is a database step, the call itself
+    ``achat`` on the event loop. Replies are cached by *chain*: every reply of a question (or
+    of the one checklist call) is kept until the chain ends; when its last reply is accepted,
+    all of them are stored (``commit_accepted``), the invalid ones that led to a format retry
+    included. A cached re-run then replays the same replies, builds the same retry prompts and
+    reaches exactly the same labels without a single HTTP call.
+    """
 
     config: JudgeCallConfig
     cache: RunCache | None
     records: list[dict[str, Any]] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)
+    chain: list[str] = field(default_factory=list)
 
     @classmethod
     def for_result(
@@ -80,31 +93,47 @@ class Caller:
         salt = f"instance:{instance}" if independent and instance > 0 else ""
         return cls(config, RunCache(DbCache(), salt=salt, read=use_cache))
 
-    def __call__(
+    def begin(self) -> None:
+        """Start a new chain (a question, or the checklist call): earlier replies stay out of it."""
+        self.chain = []
+
+    async def __call__(
         self,
         messages: list[dict[str, Any]],
         *,
         response_format: dict[str, Any] | None = None,
         purpose: str = "",
     ) -> LLMResult:
-        """Send one request; raise ``LLMError`` once ``chat`` gives up (recorded too)."""
-        limiter = limiter_for(
-            LIMITER_BUDGET, self.config.max_concurrent, self.config.requests_per_minute
-        )
-        try:
-            result = chat(
-                self.config.spec(),
-                messages,
-                response_format=response_format,
-                retry=RETRY_POLICY,
-                limiter=limiter,
-                cache=self.cache,
+        """Send one request; raise ``LLMError`` once ``achat`` gives up (recorded too)."""
+        spec = self.config.spec()
+        refuse_by_secrets_policy(spec)  # before anything, cached or not, is looked up or sent
+        result: LLMResult | None = None
+        rhash = ""
+        if self.cache is not None:
+            rhash = request_hash(
+                model=spec.model, api_base=spec.api_base, params=spec.params,
+                messages=messages, response_format=response_format,
             )
-        except LLMError as exc:
-            self.records.append(
-                {"purpose": purpose, "error": exc.kind, "attempts": exc.attempts, "cached": False}
+            result = await db_batch(cache_get_many, (self.cache, rhash)) if self.cache.read else None
+        if result is None:
+            limiter = limiter_for(
+                LIMITER_BUDGET, self.config.max_concurrent, self.config.requests_per_minute
             )
-            raise
+            try:
+                result = await achat(
+                    spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter,
+                    known_hash=rhash,
+                )
+            except LLMError as exc:
+                self.records.append(
+                    {"purpose": purpose, "error": exc.kind, "attempts": exc.attempts, "cached": False}
+                )
+                raise
+            if self.cache is not None:
+                self.cache.set(rhash, result)
+        else:
+            result = replace(result, cached=True, latency_ms=0.0, attempts=0)
+        self.chain.append(result.request_hash)
         meta = result.as_meta()
         meta.pop("params", None)  # the same on every call; kept once in the run's config
         meta["purpose"] = purpose
@@ -114,15 +143,22 @@ class Caller:
         return result
 
     def accept(self, result: LLMResult) -> None:
-        """Let a re-run replay this reply: it passed validation (stored by ``commit_accepted``)."""
-        if self.cache is not None and not result.cached:
-            self.accepted.append(result.request_hash)
+        """Let a re-run replay this chain: its last reply passed validation (stored at commit)."""
+        if self.cache is not None:
+            self.accepted.extend(self.chain)
+        self.chain = []
 
     def commit_accepted(self) -> None:
-        """Store the accepted replies in the cache."""
+        """Store the replies of the accepted chains in the cache (in the caller's transaction)."""
         if self.cache is not None:
             self.cache.commit_many(self.accepted)
         self.accepted.clear()
+
+    def take_accepted(self) -> list[tuple[str, LLMResult]]:
+        """Return the accepted chains' (cache key, reply) pairs for a batched insert."""
+        entries = self.cache.take(self.accepted) if self.cache is not None else []
+        self.accepted.clear()
+        return entries
 
     def totals(self) -> dict[str, Any]:
         """Return calls, cached calls, tokens, cost and calls of unknown price."""

@@ -20,6 +20,7 @@ taken by default.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -120,11 +121,16 @@ def parse_answer(content: str, question: Question) -> ParsedAnswer:
 
 
 def answer_format(question: Question) -> dict[str, Any]:
-    """Return the ``response_format`` for one question: an enum of its answer labels."""
+    """Return the ``response_format`` for one question: an enum of its answer labels (cached)."""
+    return _answer_format(tuple(o.label for o in question.answer_options))
+
+
+@functools.lru_cache(maxsize=1024)
+def _answer_format(labels: tuple[str, ...]) -> dict[str, Any]:
     schema = {
         "type": "object",
         "properties": {
-            "answer": {"type": "string", "enum": [o.label for o in question.answer_options]},
+            "answer": {"type": "string", "enum": list(labels)},
             "explanation": {"type": "string"},
         },
         "required": ["answer", "explanation"],
@@ -149,15 +155,16 @@ def question_messages(*, prompt: Any, system: str, question: Question) -> list[d
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _ask(caller: Caller, prompt: Any, system: str, question: Question) -> tuple[ParsedAnswer | None, str, str]:
+async def _ask(caller: Caller, prompt: Any, system: str, question: Question) -> tuple[ParsedAnswer | None, str, str]:
     """Return (answer, error kind, error) for one question, retrying unparseable replies."""
     messages = question_messages(prompt=prompt, system=system, question=question)
     fmt = answer_format(question) if caller.config.structured_output else None
     parsed = ParsedAnswer(None, "", "")
+    caller.begin()
     for attempt in range(caller.config.format_retries + 1):
         purpose = f"question {question.id}" + (f" retry {attempt}" if attempt else "")
         try:
-            result = caller(messages, response_format=fmt, purpose=purpose)
+            result = await caller(messages, response_format=fmt, purpose=purpose)
         except LLMError as exc:
             return None, exc.kind, str(exc)
         parsed = parse_answer(result.content, question)
@@ -173,7 +180,7 @@ def _ask(caller: Caller, prompt: Any, system: str, question: Question) -> tuple[
     return None, "unparseable_answer", f"question {question.id}: no usable answer after {attempts} attempt(s): {parsed.error}"
 
 
-def judge_flow(*, caller: Caller, prompt: Any, flow: Flow, turns: list[Turn]) -> FlowOutcome:
+async def judge_flow(*, caller: Caller, prompt: Any, flow: Flow, turns: list[Turn]) -> FlowOutcome:
     """Walk the flow, one stateless call per question, keeping every answer and explanation."""
     system = render(prompt.system_template, {"transcript": render_transcript(turns)})
     answers: dict[str, str] = {}
@@ -189,7 +196,7 @@ def judge_flow(*, caller: Caller, prompt: Any, flow: Flow, turns: list[Turn]) ->
             outcome.finished, outcome.ended_by = True, state.ended_by
             return outcome
         question = flow.question(state.next_question or "")
-        parsed, kind, error = _ask(caller, prompt, system, question)
+        parsed, kind, error = await _ask(caller, prompt, system, question)
         if parsed is None or parsed.option is None:
             outcome.error_kind, outcome.error, outcome.failed_question = kind, error, question.id
             return outcome

@@ -32,6 +32,31 @@ def conversation_material(conversation_id: int) -> Material:
     return Material(turns, render_vignette(profile=persona[0], opening_message=persona[1] or ""))
 
 
+def conversation_materials(conversation_ids: list[int]) -> dict[int, Material]:
+    """Return the material of many conversations in two queries."""
+    wanted = set(conversation_ids)
+    personas = dict(
+        (pk, (profile, opening))
+        for pk, profile, opening in Conversation.objects.filter(pk__in=wanted).values_list(
+            "pk", "persona__profile", "persona__opening_message"
+        )
+    )
+    turns: dict[int, list[Turn]] = {pk: [] for pk in wanted}
+    rows = (
+        Message.objects.filter(conversation_id__in=wanted)
+        .order_by("conversation_id", "turn_index")
+        .values_list("conversation_id", "role", "content")
+    )
+    for cid, role, content in rows:
+        found = turns[cid]
+        found.append(Turn(len(found) + 1, role, content))
+    return {
+        pk: Material(turns[pk], render_vignette(profile=personas[pk][0], opening_message=personas[pk][1] or ""))
+        for pk in wanted
+        if pk in personas
+    }
+
+
 @dataclass(frozen=True)
 class InstrumentView:
     """What a judge needs of an instrument version; versions never change, so it is cached."""

@@ -1,8 +1,11 @@
 """Writes for judge runs: create, execute one result, refresh progress, cancel, retry.
 
 A run's results are created up front, one row per (judge, conversation, instance), and one
-Celery task fills each. ``judge_result_execute`` is idempotent: a finished row is left alone,
-and only the claim that started a row may store it, so a task delivered twice does no harm.
+Celery task fills each. ``judge_result_job`` (a coroutine for the engine) is idempotent: a
+finished row is left alone, and only the holder of a row's lease may store it, so a task
+delivered twice does no harm. The lease (owner, expiry) is renewed while the result is worked
+on; a result whose lease ran out lost its worker ("stalled"): a worker starting, a worker's
+periodic check, ``retry`` or a redelivered task takes it again, up to the retry limit.
 Every stored result adds its counts, tokens and cost to the run row in the same transaction
 (cheap: no scan of the run); when the counts say the run may be complete, a full recount from
 the result rows (``judge_run_refresh``) settles the totals and votes the ensemble.
@@ -10,20 +13,23 @@ the result rows (``judge_run_refresh``) settles the totals and votes the ensembl
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import queue
-import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from core.bulk import insert_rows
 from core.enqueue import enqueue_on_commit
+from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
 from judging.checklist import ChecklistOutcome, judge_checklist
 from judging.ensemble import ensemble_compute, ensemble_rule, provider_warnings
@@ -32,13 +38,14 @@ from judging.flowjudge import FlowOutcome, judge_flow
 from judging.judges import judge_snapshot
 from judging.material import (
     checklist_labels,
-    conversation_material,
+    conversation_materials,
     flow_labels,
     instrument_view,
     prompt_get_cached,
     vote_keys,
 )
 from judging.models import (
+    FINISHED_RUN_STATUSES,
     Judge,
     JudgeLabel,
     JudgeResult,
@@ -46,14 +53,14 @@ from judging.models import (
     ResultStatus,
     RunStatus,
 )
+from simulation.llm.engine import db, db_batch, run_job, run_jobs
+from simulation.run_state import holder_is_dead, new_owner
 
 logger = logging.getLogger("judging")
 
 MAX_INSTANCES = 10
 # The Celery task that judges one result (judging.tasks); queued by name, see core.enqueue.
 JUDGE_RESULT_TASK = "judging.tasks.judge_result_task"
-# A result still "running" after this long lost its worker: a redelivered task may take it.
-STALE_RUNNING = timedelta(minutes=40)
 
 
 def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
@@ -124,38 +131,145 @@ def judge_run_create(
     return run
 
 
-def _claim(result_id: int) -> JudgeResult | None:
-    """Mark a result running and return it, or None when there is nothing to do.
+def lease_seconds() -> float:
+    """Return the stale threshold: a running result whose lease is this old lost its worker."""
+    return float(getattr(settings, "EVALSITE_JUDGE_STALE_SECONDS", 90) or 90)
 
-    One conditional UPDATE decides: a pending row, or a running one whose worker was lost,
-    is taken; ``started_at`` is the claim's token for storing.
+
+def max_attempts() -> int:
+    """Return the retry limit: how many workers may take a result before it fails for good."""
+    return int(getattr(settings, "EVALSITE_JUDGE_MAX_ATTEMPTS", 3) or 3)
+
+
+def _stalled_q(now: Any) -> Q:
+    """Running results whose worker stopped renewing the lease (legacy rows: by start time)."""
+    return Q(status=ResultStatus.RUNNING) & (
+        Q(lease_expires_at__lt=now)
+        | Q(lease_expires_at__isnull=True, started_at__lt=now - timedelta(seconds=lease_seconds()))
+    )
+
+
+def stalled_results(run_id: int | None = None) -> list[int]:
+    """Return the ids of running results whose worker is gone (lease expired, or a dead process)."""
+    now = timezone.now()
+    qs = JudgeResult.objects.filter(status=ResultStatus.RUNNING).exclude(run__status__in=FINISHED_RUN_STATUSES)
+    if run_id is not None:
+        qs = qs.filter(run_id=run_id)
+    found = []
+    stale = now - timedelta(seconds=lease_seconds())
+    for pk, owner, expires, started in qs.values_list("pk", "lease_owner", "lease_expires_at", "started_at"):
+        if (expires is not None and expires < now) or (expires is None and (started is None or started < stale)):
+            found.append(pk)
+        elif owner and holder_is_dead(owner):
+            found.append(pk)
+    return found
+
+
+_runs: dict[tuple[int, Any], JudgeRun] = {}
+_started_runs: set[tuple[int, Any]] = set()
+
+
+def _run_view(run_id: int, created_at: Any) -> JudgeRun:
+    """Return a run's unchanging part (judge snapshots, instrument, cache options), loaded once.
+
+    A run's configuration is fixed when it is created; its status and counters are always
+    read and written in the database, never from here. The creation time is part of the key,
+    so a reused id (a test database rolled back) never serves another run's configuration.
+    """
+    run = _runs.get((run_id, created_at))
+    if run is None:
+        if len(_runs) > 256:
+            _runs.clear()
+            _started_runs.clear()
+        run = JudgeRun.objects.only("id", "config", "instrument_id", "independent_instances", "use_cache").get(pk=run_id)
+        _runs[(run_id, created_at)] = run
+    return run
+
+
+def _claim(result_id: int, owner: str) -> JudgeResult | str:
+    """Take a result for ``owner`` and return it, or return the status that says why not.
+
+    One conditional UPDATE decides: a pending row, or a running one whose lease ran out (its
+    worker was lost), is taken with a fresh lease. A running row whose holder is a dead process
+    on this host is taken at once. A row taken more than the retry limit allows fails.
     """
     now = timezone.now()
-    taken = (
-        JudgeResult.objects.filter(pk=result_id)
-        .filter(Q(status=ResultStatus.PENDING) | Q(status=ResultStatus.RUNNING, started_at__lt=now - STALE_RUNNING))
-        .update(status=ResultStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
+    lease = {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds())}
+    take = {"status": ResultStatus.RUNNING, "started_at": now, "attempts": F("attempts") + 1, **lease}
+    # The usual case first, in the cheapest statement; a stalled row only when that fails.
+    taken = JudgeResult.objects.filter(pk=result_id, status=ResultStatus.PENDING).update(**take) or (
+        JudgeResult.objects.filter(pk=result_id).filter(_stalled_q(now)).update(**take)
     )
     if not taken:
-        return None
-    result = JudgeResult.objects.select_related("run").get(pk=result_id)
-    run = result.run
-    if run.status == RunStatus.CANCELLED:
-        JudgeResult.objects.filter(pk=result_id, started_at=now).update(status=ResultStatus.SKIPPED, finished_at=now)
-        return None
-    if run.status == RunStatus.PENDING:
-        JudgeRun.objects.filter(pk=run.pk, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
+        row = JudgeResult.objects.filter(pk=result_id).values_list("status", "lease_owner").first()
+        if row is None:
+            return "gone"
+        status, holder = row
+        if status != ResultStatus.RUNNING or not holder or not holder_is_dead(holder):
+            return status
+        if not JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=holder).update(**take):
+            return status
+    # Cancelling a run skips its pending and running results in the same transaction, so a
+    # result taken here belongs to a run that was not cancelled when we took it.
+    run_id, judge_id, conversation_id, instance, attempts, created = (
+        JudgeResult.objects.filter(pk=result_id)
+        .values_list("run_id", "judge_id", "conversation_id", "instance", "attempts", "run__created_at")
+        .get()
+    )
+    result = JudgeResult(
+        id=result_id, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
+        instance=instance, attempts=attempts, status=ResultStatus.RUNNING, lease_owner=owner,
+    )
+    result.run = _run_view(run_id, created)
+    if (run_id, created) not in _started_runs:
+        JudgeRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
+        _started_runs.add((run_id, created))
     return result
 
 
-def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], ChecklistOutcome | FlowOutcome]:
-    run = result.run
-    snapshot = run.config["judges"][str(result.judge_id)]
-    prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
-    view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
-    material = conversation_material(result.conversation_id)
+@transaction.atomic
+def _claim_many(items: list[tuple[int, str]]) -> list[JudgeResult | str]:
+    """Claim many results in one transaction (a batched step of the engine)."""
+    return [_claim(result_id, owner) for result_id, owner in items]
+
+
+def _renew(result_id: int, owner: str) -> bool:
+    """Extend the lease; False when it is no longer ours (cancelled, or taken over)."""
+    until = timezone.now() + timedelta(seconds=lease_seconds())
+    return bool(
+        JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=owner).update(
+            lease_expires_at=until
+        )
+    )
+
+
+async def _keep_lease(result_id: int, owner: str, job: asyncio.Task[Any]) -> None:
+    """Renew the lease a few times per stale threshold; stop the job once the lease is lost."""
+    every = max(lease_seconds() / 3.0, 0.05)
+    while True:
+        await asyncio.sleep(every)
+        if not await db(_renew, result_id, owner):
+            job.cancel()
+            return
+
+
+def _materials(results: list[JudgeResult]) -> list[tuple[Any, Any, Any]]:
+    """Return (prompt, instrument view, conversation material) of many results (2 queries)."""
+    materials = conversation_materials([r.conversation_id for r in results])
+    out = []
+    for result in results:
+        run = result.run
+        snapshot = run.config["judges"][str(result.judge_id)]
+        prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
+        view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
+        out.append((prompt, view, materials[result.conversation_id]))
+    return out
+
+
+async def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], ChecklistOutcome | FlowOutcome]:
+    prompt, view, material = await db_batch(_materials, result)
     if view.flow is None:
-        outcome: ChecklistOutcome | FlowOutcome = judge_checklist(
+        outcome: ChecklistOutcome | FlowOutcome = await judge_checklist(
             caller=caller,
             prompt=prompt,
             instrument=view.name,
@@ -164,19 +278,35 @@ def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel], Check
             items=view.items,
         )
         return checklist_labels(result, view.items, outcome), outcome
-    outcome = judge_flow(caller=caller, prompt=prompt, flow=view.flow, turns=material.turns)
+    outcome = await judge_flow(caller=caller, prompt=prompt, flow=view.flow, turns=material.turns)
     return flow_labels(result, view.flow, outcome), outcome
 
 
-def judge_result_execute(*, result_id: int) -> str:
+def _status_of(result_id: int) -> str:
+    return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).first() or "gone"
+
+
+async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
     """Judge one conversation for one (run, judge, instance); return the row's status.
 
-    Safe to call twice: a finished row is left alone.
+    A coroutine for the engine. Safe to run twice: a finished row is left alone, a row held by
+    a live worker too; only the holder of the lease may store, and a worker that loses its
+    lease (cancelled, or presumed dead and taken over) stops at its next step.
     """
-    result = _claim(result_id)
-    if result is None:
-        return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).get()
+    owner = owner or new_owner("judge")
+    claimed = await db_batch(_claim_many, (result_id, owner))
+    if isinstance(claimed, str):
+        return claimed if claimed != ResultStatus.RUNNING else ResultStatus.RUNNING
+    result = claimed
     run = result.run
+    if result.attempts > max_attempts():
+        error = (
+            f"gave up after {result.attempts - 1} attempt(s): each time its worker stopped "
+            "(killed, out of memory or timed out) before storing the result"
+        )
+        caller = Caller(JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
+        await db_batch(_finish_many, _Outcome(result, owner, caller, [], ResultStatus.FAILED, "worker_lost", error, [], ""))
+        return ResultStatus.FAILED
     config = JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)])
     caller = Caller.for_result(
         config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache
@@ -185,25 +315,45 @@ def judge_result_execute(*, result_id: int) -> str:
     error_kind = error = ""
     path: list[dict[str, str]] = []
     ended_by = ""
+    keeper = asyncio.get_running_loop().create_task(_keep_lease(result_id, owner, asyncio.current_task()))  # type: ignore[arg-type]
     try:
-        labels, outcome = _judge(result, caller)
+        labels, outcome = await _judge(result, caller)
         error_kind, error = outcome.error_kind, outcome.error
         if isinstance(outcome, FlowOutcome):
             path, ended_by = outcome.path, outcome.ended_by
+    except asyncio.CancelledError:
+        if keeper.done():  # the lease was lost: someone else owns the row now; write nothing
+            logger.info("judge result %s: lease lost (cancelled or taken over); stopping", result_id)
+            return await db(_status_of, result_id)
+        raise
     except Exception as exc:  # a bug or a time limit must not leave the row "running"
         logger.exception("judge result %s failed", result_id)
         error_kind, error = "internal", f"{type(exc).__name__}: {exc}"[:2000]
+    finally:
+        keeper.cancel()
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    if _store(result, caller, labels, status, error_kind, error, path, ended_by):
-        counts = JudgeRun.objects.filter(pk=run.pk).values_list("n_done", "n_failed", "n_total", "status").get()
-        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-            judge_run_refresh(run_id=run.pk)
+    await db_batch(_finish_many, _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by))
     return status
 
 
-@transaction.atomic
-def _store(
+@dataclass
+class _Outcome:
+    """What one judge result leaves to store."""
+
+    result: JudgeResult
+    owner: str
+    caller: Caller
+    labels: list[JudgeLabel]
+    status: str
+    error_kind: str
+    error: str
+    path: list[dict[str, str]]
+    ended_by: str
+
+
+def _finish(
     result: JudgeResult,
+    owner: str,
     caller: Caller,
     labels: list[JudgeLabel],
     status: str,
@@ -212,45 +362,96 @@ def _store(
     path: list[dict[str, str]],
     ended_by: str,
 ) -> bool:
-    """Store the outcome and add it to the run's counters; False if the claim was lost."""
-    totals = caller.totals()
-    cost = Decimal(str(round(totals["cost_usd"], 6)))
-    stored = JudgeResult.objects.filter(
-        pk=result.pk, status=ResultStatus.RUNNING, started_at=result.started_at
-    ).update(
-        status=status,
-        error_kind=error_kind,
-        error=error,
-        path=path,
-        ended_by=ended_by,
-        calls=caller.records,
-        n_calls=totals["n_calls"],
-        n_cached=totals["n_cached"],
-        prompt_tokens=totals["prompt_tokens"],
-        completion_tokens=totals["completion_tokens"],
-        cost_usd=cost,
-        cost_unknown_calls=totals["cost_unknown_calls"],
-        finished_at=timezone.now(),
-    )
-    if not stored:
-        return False  # another worker took the row over (ours was presumed lost)
-    if result.attempts > 1:  # a first attempt has no labels to replace
-        JudgeLabel.objects.filter(result=result).delete()
-    JudgeLabel.objects.bulk_create(labels)
-    caller.commit_accepted()  # cache the accepted replies in the same transaction
-    failed = status == ResultStatus.FAILED
-    JudgeRun.objects.filter(pk=result.run_id).update(
-        n_done=F("n_done") + (0 if failed else 1),
-        n_failed=F("n_failed") + (1 if failed else 0),
-        n_calls=F("n_calls") + totals["n_calls"],
-        n_cached=F("n_cached") + totals["n_cached"],
-        prompt_tokens=F("prompt_tokens") + totals["prompt_tokens"],
-        completion_tokens=F("completion_tokens") + totals["completion_tokens"],
-        cost_usd=F("cost_usd") + cost,
-        cost_unknown_calls=F("cost_unknown_calls") + totals["cost_unknown_calls"],
-        updated_at=timezone.now(),
-    )
-    return True
+    """Store one outcome (see ``_finish_many``); False if the lease was lost."""
+    return _finish_many([_Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by)])[0]
+
+
+def _finish_many(outcomes: list[_Outcome]) -> list[bool]:
+    """Store outcomes in one transaction; recount and vote each run that may be complete.
+
+    A batched step of the engine: the results finished during one loop turn share one commit,
+    one INSERT of all their labels, one INSERT of their cache entries and one counter UPDATE
+    per run. Each row's UPDATE is still fenced by its own lease: one that lost it stores
+    nothing (and its labels are not inserted).
+    """
+    stored = _store_many(outcomes)
+    for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
+        counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
+        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
+            judge_run_refresh(run_id=run_id)
+    return stored
+
+
+def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
+    """Run ``judge_result_job`` to the end in the calling thread (its own engine)."""
+    return run_job(lambda: judge_result_job(result_id=result_id, owner=owner))
+
+
+_COUNTERS = ("n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
+
+
+@transaction.atomic
+def _store_many(outcomes: list[_Outcome]) -> list[bool]:
+    """Store the outcomes and add them to their runs' counters; False where the lease was lost."""
+    now = timezone.now()
+    stored: list[bool] = []
+    labels: list[JudgeLabel] = []
+    replaced: list[int] = []
+    cache_entries: list[tuple[str, Any]] = []
+    deltas: dict[int, dict[str, Any]] = {}
+    for o in outcomes:
+        totals = o.caller.totals()
+        cost = Decimal(str(round(totals["cost_usd"], 6)))
+        ok = bool(
+            JudgeResult.objects.filter(pk=o.result.pk, status=ResultStatus.RUNNING, lease_owner=o.owner).update(
+                status=o.status,
+                error_kind=o.error_kind,
+                error=o.error,
+                path=o.path,
+                ended_by=o.ended_by,
+                calls=o.caller.records,
+                n_calls=totals["n_calls"],
+                n_cached=totals["n_cached"],
+                prompt_tokens=totals["prompt_tokens"],
+                completion_tokens=totals["completion_tokens"],
+                cost_usd=cost,
+                cost_unknown_calls=totals["cost_unknown_calls"],
+                finished_at=now,
+                lease_owner="",
+                lease_expires_at=None,
+            )
+        )
+        stored.append(ok)
+        if not ok:  # cancelled, or another worker took the row over (ours was presumed lost)
+            continue
+        if o.result.attempts > 1:  # a first attempt has no labels to replace
+            replaced.append(o.result.pk)
+        labels += o.labels
+        cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
+        failed = o.status == ResultStatus.FAILED
+        delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
+        for name, value in (
+            ("n_done", 0 if failed else 1),
+            ("n_failed", 1 if failed else 0),
+            ("n_calls", totals["n_calls"]),
+            ("n_cached", totals["n_cached"]),
+            ("prompt_tokens", totals["prompt_tokens"]),
+            ("completion_tokens", totals["completion_tokens"]),
+            ("cost_usd", cost),
+            ("cost_unknown_calls", totals["cost_unknown_calls"]),
+        ):
+            delta[name] += value
+    if replaced:
+        JudgeLabel.objects.filter(result_id__in=replaced).delete()
+    if labels:
+        insert_rows(JudgeLabel, labels)  # one INSERT for every label of the batch
+    if cache_entries:
+        DbCache().store_many(cache_entries)
+    for run_id, delta in deltas.items():
+        JudgeRun.objects.filter(pk=run_id).update(
+            **{name: F(name) + value for name, value in delta.items()}, updated_at=now
+        )
+    return stored
 
 
 @transaction.atomic
@@ -292,30 +493,47 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
 
 @transaction.atomic
 def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
-    """Stop a run: pending results are skipped; results already running finish."""
+    """Stop a run: pending and running results are skipped at once.
+
+    A worker still busy with a result loses its lease: it stops at its next step (or when it
+    renews the lease) and stores nothing. ``retry`` schedules the skipped results again.
+    """
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
     if run.is_finished:
         raise JudgingError(f"the run is already {run.get_status_display().lower()}", status=409)
     run.status = RunStatus.CANCELLED
     run.save(update_fields=["status", "updated_at"])
-    run.results.filter(status=ResultStatus.PENDING).update(
-        status=ResultStatus.SKIPPED, finished_at=timezone.now()
+    run.results.filter(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING]).update(
+        status=ResultStatus.SKIPPED, finished_at=timezone.now(), lease_owner="", lease_expires_at=None
     )
     return judge_run_refresh(run_id=run.pk)
 
 
 @transaction.atomic
 def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
-    """Schedule the failed (and skipped) results again; return how many."""
+    """Schedule the stalled, failed and skipped results again; return how many.
+
+    While the run is going only stalled results (their worker was lost) are taken back; once
+    it has finished, the failed and skipped ones too. A manual retry resets the retry limit.
+    """
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
+    stalled = stalled_results(run.pk)
     if run.status in (RunStatus.PENDING, RunStatus.RUNNING):
-        raise JudgingError("the run is still running; retry once it has finished", status=409)
-    ids = list(
-        run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("pk", flat=True)
-    )
+        if not stalled:
+            raise JudgingError(
+                "the run is still running and no result is stalled; retry failed results once it has finished",
+                status=409,
+            )
+        ids = stalled
+    else:
+        ids = stalled + list(
+            run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("pk", flat=True)
+        )
     if not ids:
         raise JudgingError("nothing to retry: no result failed", status=409)
-    JudgeResult.objects.filter(pk__in=ids).update(status=ResultStatus.PENDING, error_kind="", error="")
+    JudgeResult.objects.filter(pk__in=ids).update(
+        status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None
+    )
     run.status, run.finished_at, run.error = RunStatus.RUNNING, None, ""
     run.save(update_fields=["status", "finished_at", "error", "updated_at"])
     judge_run_refresh(run_id=run.pk)  # the counters no longer include the rescheduled rows
@@ -331,40 +549,34 @@ def judge_run_execute_in_process(
     on_result: Callable[[JudgeResult], None] | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> JudgeRun:
-    """Run a run's pending results on a pool of threads in this process (no worker needed).
+    """Run a run's pending (and stalled) results in this process, ``concurrency`` at once.
 
-    Each thread calls the same function the Celery task calls, with its own database
-    connection, closed when the thread ends. ``shard=(i, n)`` takes only the results whose id
-    is i modulo n, so n processes can share a run.
+    The results are coroutines of this thread's engine, the same job the Celery task runs.
+    ``on_result`` runs as a database step after each. ``shard=(i, n)`` takes only the results
+    whose id is i modulo n, so n processes can share a run.
     """
     index, shards = shard
-    pending: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True):
-        if pk % shards == index:
-            pending.put(pk)
-    errors: list[BaseException] = []
+    ids = [
+        pk
+        for pk in JudgeResult.objects.filter(run_id=run_id, status=ResultStatus.PENDING).values_list("pk", flat=True)
+        if pk % shards == index
+    ]
+    ids += [pk for pk in stalled_results(run_id) if pk % shards == index]
+    owner = new_owner("inline")
 
-    def worker() -> None:
-        try:
-            while True:
-                try:
-                    pk = pending.get_nowait()
-                except queue.Empty:
-                    return
-                judge_result_execute(result_id=pk)
-                if on_result is not None:
-                    on_result(JudgeResult.objects.get(pk=pk))
-        except BaseException as exc:  # surfaced after join
-            errors.append(exc)
-        finally:
-            close_old_connections()
-            connection.close()
+    async def one(pk: int) -> str:
+        status = await judge_result_job(result_id=pk, owner=owner)
+        if on_result is not None:
+            await db(lambda: on_result(JudgeResult.objects.get(pk=pk)))
+        return status
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, concurrency))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    run_jobs([lambda pk=pk: one(pk) for pk in ids], concurrency=max(1, concurrency))
     return JudgeRun.objects.get(pk=run_id)
+
+
+def judge_results_recover() -> int:
+    """Queue again every stalled result of a run still going (a worker started, or was lost)."""
+    with transaction.atomic():
+        ids = stalled_results()
+        _enqueue(ids)
+    return len(ids)

@@ -197,6 +197,15 @@ class RunOverview:
     ensemble: dict[str, int] = field(default_factory=dict)  # provenance -> count
 
 
+def run_stalled_count(run: JudgeRun) -> int:
+    """Return how many of a going run's results are stalled: running, but their lease ran out."""
+    if run.is_finished:
+        return 0
+    from judging.runs import stalled_results
+
+    return len(stalled_results(run.pk))
+
+
 def run_overview(run: JudgeRun, *, failures_limit: int = 50) -> RunOverview:
     """Return the per-judge summary, the first failures and the ensemble counts (4 queries)."""
     snapshots = run.config.get("judges", {})

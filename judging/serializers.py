@@ -153,6 +153,9 @@ class JudgeRunProgressSerializer(serializers.Serializer):
     n_total = serializers.IntegerField()
     n_done = serializers.IntegerField()
     n_failed = serializers.IntegerField()
+    n_stalled = serializers.SerializerMethodField(
+        help_text="Running results whose worker stopped answering (lease expired); retry takes them back"
+    )
     n_calls = serializers.IntegerField()
     n_cached = serializers.IntegerField()
     prompt_tokens = serializers.IntegerField()
@@ -161,6 +164,12 @@ class JudgeRunProgressSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
     error = serializers.CharField()
     finished_at = serializers.DateTimeField(allow_null=True)
+
+
+    def get_n_stalled(self, run: JudgeRun) -> int:
+        from judging.selectors import run_stalled_count
+
+        return run_stalled_count(run)
 
 
 class RetryResponseSerializer(serializers.Serializer):

@@ -10,6 +10,8 @@ from judging.errors import JudgingError
 from judging.judges import judge_create, prompt_create, prompt_default, provider_from_model
 from judging.runs import (
     judge_result_execute,
+    judge_result_job,
+    judge_results_recover,
     judge_run_cancel,
     judge_run_create,
     judge_run_execute_in_process,
@@ -23,6 +25,8 @@ __all__ = [
     "ensemble_rule",
     "judge_create",
     "judge_result_execute",
+    "judge_result_job",
+    "judge_results_recover",
     "judge_run_cancel",
     "judge_run_create",
     "judge_run_execute_in_process",

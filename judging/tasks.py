@@ -1,10 +1,24 @@
-"""Celery adapters: take ids, call one service. Safe to run twice (finished rows are skipped)."""
+"""Celery adapters: take ids, call one service. Safe to run twice (finished rows are skipped).
+
+In a worker a judge result runs on the process's engine thread (``simulation.llm.engine``)
+with every other result and conversation in flight; the task's thread only waits for it, so
+its broker message stays unacknowledged until the result is stored.
+"""
 
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+import threading
+from typing import Any
 
-from judging.runs import judge_result_execute
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+
+from judging.runs import judge_result_job, judge_results_recover, lease_seconds
+from simulation.llm.engine import run_job, shared_engine
+from simulation.run_state import new_owner
+
+logger = logging.getLogger("judging.tasks")
 
 # A question flow makes one call per question, each with its own retries: give it room.
 SOFT_TIME_LIMIT = 30 * 60
@@ -13,11 +27,52 @@ TIME_LIMIT = SOFT_TIME_LIMIT + 60
 
 @shared_task(
     name="judging.tasks.judge_result_task",
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=SOFT_TIME_LIMIT,
     time_limit=TIME_LIMIT,
 )
-def judge_result_task(result_id: int) -> str:
+def judge_result_task(self: Any, result_id: int) -> str:
     """Judge one (run, judge, conversation, instance); return the result's status."""
-    return judge_result_execute(result_id=result_id)
+    owner = new_owner(str(self.request.id or "")[:12])
+
+    def job():  # type: ignore[no-untyped-def]
+        return judge_result_job(result_id=result_id, owner=owner)
+
+    inline = self.request.is_eager or self.request.called_directly
+    return run_job(job) if inline else shared_engine().call(job)
+
+
+def recover_stalled() -> int:
+    """Queue again the results a lost worker left running; never fail the caller."""
+    try:
+        count = judge_results_recover()
+    except Exception:  # a worker must start even when the database is not ready yet
+        logger.exception("could not recover stalled judge results")
+        return 0
+    if count:
+        logger.info("queued %d stalled judge result(s) again", count)
+    return count
+
+
+_watch_stop = threading.Event()
+
+
+def _watch_stalled() -> None:
+    # A worker that dies while others live on triggers no worker_ready: the living look for
+    # stalled results once per stale threshold, instead of waiting for the broker's
+    # visibility timeout (an hour on Redis).
+    while not _watch_stop.wait(lease_seconds()):
+        recover_stalled()
+
+
+@worker_ready.connect
+def _recover_results_on_worker_start(**_: Any) -> None:
+    recover_stalled()
+    threading.Thread(target=_watch_stalled, name="evalsite-judge-watch", daemon=True).start()
+
+
+@worker_shutdown.connect
+def _stop_watching(**_: Any) -> None:
+    _watch_stop.set()

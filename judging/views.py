@@ -178,6 +178,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "formats": FORMATS,
         "errors": selectors.run_error_groups(run),
         "can_manage": selectors.can_manage_judging(request.user),
+        "stalled": selectors.run_stalled_count(run),
     }
 
 
@@ -191,7 +192,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the progress panel; htmx polls it while the run is going."""
     run = selectors.run_get_for_user(request.user, pk=pk)
-    response = render(request, "judging/_run_progress.html", {"run": run, "errors": selectors.run_error_groups(run)})
+    context = {
+        "run": run,
+        "errors": selectors.run_error_groups(run),
+        "stalled": selectors.run_stalled_count(run),
+        "can_manage": selectors.can_manage_judging(request.user),
+    }
+    response = render(request, "judging/_run_progress.html", context)
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):
         response["HX-Refresh"] = "true"  # the run just ended: reload to show results and failures
     return response
@@ -221,7 +228,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
     try:
         services.judge_run_cancel(run=run)
-        messages.success(request, "Run cancelled; calls already under way finish.")
+        messages.success(request, "Run cancelled; judgements under way stop at their next step and store nothing.")
     except JudgingError as exc:
         messages.error(request, str(exc))
     return redirect("judging:run-detail", pk=run.pk)
@@ -240,7 +247,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("judging:run-detail", pk=run.pk)
     try:
         n = services.judge_run_retry_failed(run=run)
-        messages.success(request, f"{n} failed judgement(s) scheduled again.")
+        messages.success(request, f"{n} stalled or failed judgement(s) scheduled again.")
     except JudgingError as exc:
         messages.error(request, str(exc))
     return redirect("judging:run-detail", pk=run.pk)

@@ -26,6 +26,7 @@ from django.db import IntegrityError, OperationalError, close_old_connections, t
 from django.db.models import F
 from django.utils import timezone
 
+from core.bulk import insert_rows
 from core.codes import new_code
 from corpus.conversations.integrity import Flag
 from corpus.conversations.services import is_sensitive
@@ -238,15 +239,10 @@ def _lock_owned(ctx: RunContext) -> SimulationRun:
     return run
 
 
-def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any], result: LLMResult | None) -> None:
-    """Store the next message in its own transaction, if we still own the run; renew the lease.
-
-    The fenced UPDATE (our lease, still running, exactly ``index`` messages so far) takes the
-    row lock and proves ownership in one statement; no match means someone else owns the run.
-    """
-    index = len(ctx.history)
+def _message_updates(ctx: RunContext, result: LLMResult | None) -> dict[str, Any]:
+    """Return the run row's update for one more message: count, lease, the call's usage."""
     updates: dict[str, Any] = {
-        "messages_done": index + 1,
+        "messages_done": len(ctx.history) + 1,
         "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
     }
     if result is not None and not result.cached:
@@ -257,6 +253,17 @@ def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any],
             cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
             cost_unknown_calls=F("cost_unknown_calls") + (1 if result.cost_usd is None else 0),
         )
+    return updates
+
+
+def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any], result: LLMResult | None) -> None:
+    """Store the next message in its own transaction, if we still own the run; renew the lease.
+
+    The fenced UPDATE (our lease, still running, exactly ``index`` messages so far) takes the
+    row lock and proves ownership in one statement; no match means someone else owns the run.
+    """
+    index = len(ctx.history)
+    updates = _message_updates(ctx, result)
     for attempt in range(DB_ATTEMPTS):
         try:
             _store_message(ctx, index, role, content, meta, updates)
@@ -268,6 +275,52 @@ def save_message(ctx: RunContext, role: str, content: str, meta: dict[str, Any],
             close_old_connections()
             time.sleep(0.05 * 2**attempt)
     ctx.history.append((role, content, meta))
+
+
+MessageItem = tuple[RunContext, str, str, dict[str, Any], LLMResult | None]
+
+
+def save_messages(items: list[MessageItem]) -> list[BaseException | None]:
+    """Store the next message of many conversations in one transaction (a batched step).
+
+    Each conversation's write is fenced as in ``save_message`` (its lease, still running,
+    exactly *n* messages so far); one whose lease is lost gets ``LeaseLost`` and writes
+    nothing. The messages go in one INSERT. If the batch meets a database error, every item
+    is written again on its own, so one bad item never costs the others.
+    """
+    if len(items) == 1:
+        return [_save_one(items[0])]
+    outcomes: list[BaseException | None] = []
+    try:
+        with transaction.atomic():
+            rows = []
+            for ctx, role, content, meta, result in items:
+                index = len(ctx.history)
+                owned = SimulationRun.objects.filter(
+                    pk=ctx.run.pk, lease_owner=ctx.owner, status=Status.RUNNING, messages_done=index
+                ).update(**_message_updates(ctx, result))
+                if owned:
+                    rows.append(
+                        Message(conversation_id=ctx.run.conversation_id, turn_index=index, role=role, content=content, meta=meta)
+                    )
+                outcomes.append(None if owned else LeaseLost())
+            insert_rows(Message, rows)
+    except (IntegrityError, OperationalError) as exc:
+        logger.warning("simulation: a batch of %d message writes failed (%s); writing them one by one", len(items), exc)
+        close_old_connections()
+        return [_save_one(item) for item in items]
+    for (ctx, role, content, meta, _result), outcome in zip(items, outcomes, strict=True):
+        if outcome is None:
+            ctx.history.append((role, content, meta))
+    return outcomes
+
+
+def _save_one(item: MessageItem) -> BaseException | None:
+    try:
+        save_message(*item)
+    except (LeaseLost, IntegrityError, OperationalError) as exc:
+        return exc
+    return None
 
 
 def _store_message(

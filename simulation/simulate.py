@@ -6,14 +6,18 @@ messages, each wrapped in the reminder when the batch has one) after the persona
 the kickoff first when the history would otherwise open with its own message. Every call's
 record (``LLMResult.as_meta()`` plus side and requested model) goes into ``Message.meta``.
 Claims, leases and writes live in ``run_state``.
+
+A conversation is a coroutine run by the engine (``simulation.llm.engine``): its calls are
+awaited on the event loop (``achat``) and every database step (claim, each message, the end)
+runs in the engine's driving thread between loop turns, each in its own transaction as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.conf import settings
@@ -27,9 +31,10 @@ from simulation.llm import (
     ModelSpec,
     RateLimiter,
     RetryPolicy,
-    chat,
+    achat,
     limiter_for,
 )
+from simulation.llm.engine import db, db_batch, run_job, run_jobs
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.prompts import reminder_wrap
 from simulation.run_checks import speaker_at
@@ -38,7 +43,7 @@ from simulation.run_state import (
     RunContext,
     RunOutcome,
     new_owner,
-    save_message,
+    save_messages,
     simulation_run_claim,
     simulation_run_fail,
     simulation_run_finish,
@@ -118,16 +123,19 @@ def _call_meta(result: LLMResult, spec_model: str, api_base: str, side: str) -> 
     return {**result.as_meta(), "side": side, "requested_model": spec_model, "api_base": api_base}
 
 
-def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> bool:
+Sleep = Callable[[float], Awaitable[None]]
+
+
+async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
     """Produce and save the next user message; return whether the user-agent ended the chat."""
     batch = ctx.batch
     if not ctx.history and batch.protocol == SimulationBatch.Protocol.AMHART:
         card = ctx.run.persona.opening_message
-        save_message(ctx, "user", card, {"side": "persona_card", "source": "opening_message"}, None)
+        await db_batch(save_messages, (ctx, "user", card, {"side": "persona_card", "source": "opening_message"}, None))
         return False
     spec = user_agent_spec(batch)
     limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
-    result = chat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+    result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
     content, ended = _strip_marker(result.content, batch.end_marker)
     content, original_words = _cap_words(content, batch.word_cap)
     meta = _call_meta(result, spec.model, spec.api_base, "user_agent")
@@ -137,15 +145,17 @@ def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], Non
             return True  # nothing but the marker: the conversation ends on the chatbot's reply
     if original_words is not None:
         meta["truncated_from_words"] = original_words
-    save_message(ctx, "user", content, meta, result)
+    await db_batch(save_messages, (ctx, "user", content, meta, result))
     return ended
 
 
-def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> None:
+async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> None:
     target = ctx.run.target
     limiter = _limiter("simulation-target", target.max_concurrent, target.requests_per_minute, target.timeout_seconds)
     if target.kind == Target.Kind.HTTP:
-        result = http_chat(
+        # Custom HTTP chatbots keep their blocking client, on the loop's thread pool.
+        result = await asyncio.to_thread(
+            http_chat,
             url=target.api_base,
             headers=target.http_headers,
             request_template=target.request_template,
@@ -157,32 +167,64 @@ def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], 
             timeout=target.timeout_seconds,
             retry=retry,
             limiter=limiter,
-            sleep=sleep,
         )
         meta = _call_meta(result, target.model or target.code, target.api_base, "chatbot")
     else:
         spec = target_spec(target)
-        result = chat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+        result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
         meta = _call_meta(result, spec.model, spec.api_base, "chatbot")
-    save_message(ctx, "assistant", result.content, meta, result)
+    await db_batch(save_messages, (ctx, "assistant", result.content, meta, result))
 
 
-def _converse(ctx: RunContext, retry: RetryPolicy, sleep: Callable[[float], None]) -> bool:
+async def _converse(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
     """Fill the conversation up to ``turns`` messages; return whether it ended early."""
     batch = ctx.batch
     # A resumed conversation whose last message carried the end marker still owes the reply.
     ending = bool(ctx.history) and ctx.history[-1][0] == "user" and bool(ctx.history[-1][2].get("end_marker"))
     while len(ctx.history) < batch.turns:
         if speaker_at(len(ctx.history), batch.first_speaker) == "user":
-            if _user_turn(ctx, retry, sleep):
+            if await _user_turn(ctx, retry, sleep):
                 if not ctx.history or ctx.history[-1][0] != "user":
                     return True
                 ending = True
         else:
-            _chatbot_turn(ctx, retry, sleep)
+            await _chatbot_turn(ctx, retry, sleep)
             if ending:
                 return True
     return False
+
+
+async def simulation_run_job(
+    *,
+    run_id: int,
+    owner: str | None = None,
+    retry: RetryPolicy | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> RunOutcome:
+    """Claim the run, hold the conversation until it is finished or failed, and record it.
+
+    A coroutine for the engine. Safe to run any number of times, concurrently too: a finished
+    run is skipped, a run held by a live executor answers ``busy`` with the seconds its lease
+    has left.
+    """
+    owner = owner or new_owner()
+    retry = retry or retry_policy()
+    claimed = await db(simulation_run_claim, run_id=run_id, owner=owner)
+    if isinstance(claimed, RunOutcome):
+        return claimed
+    ctx = claimed
+    try:
+        ended_early = await _converse(ctx, retry, sleep)
+        await db(simulation_run_finish, ctx=ctx, ended_early=ended_early)
+        return RunOutcome("done")
+    except LeaseLost:
+        logger.info("simulation run %s: lease lost (cancelled or taken over); stopping", run_id)
+        return RunOutcome("lost")
+    except LLMError as exc:
+        return await db(_fail, ctx, str(exc), exc.kind)
+    except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
+        logger.exception("simulation run %s failed", run_id)
+        return await db(_fail, ctx, f"{type(exc).__name__}: {exc}"[:1000], "other")
 
 
 def simulation_run_execute(
@@ -190,31 +232,10 @@ def simulation_run_execute(
     run_id: int,
     owner: str | None = None,
     retry: RetryPolicy | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Sleep = asyncio.sleep,
 ) -> RunOutcome:
-    """Claim the run, hold the conversation until it is finished or failed, and record it.
-
-    Safe to call any number of times, concurrently too: a finished run is skipped, a run held
-    by a live executor answers ``busy`` with the seconds its lease has left.
-    """
-    owner = owner or new_owner()
-    retry = retry or retry_policy()
-    claimed = simulation_run_claim(run_id=run_id, owner=owner)
-    if isinstance(claimed, RunOutcome):
-        return claimed
-    ctx = claimed
-    try:
-        ended_early = _converse(ctx, retry, sleep)
-        simulation_run_finish(ctx=ctx, ended_early=ended_early)
-        return RunOutcome("done")
-    except LeaseLost:
-        logger.info("simulation run %s: lease lost (cancelled or taken over); stopping", run_id)
-        return RunOutcome("lost")
-    except LLMError as exc:
-        return _fail(ctx, str(exc), exc.kind)
-    except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
-        logger.exception("simulation run %s failed", run_id)
-        return _fail(ctx, f"{type(exc).__name__}: {exc}"[:1000], "other")
+    """Run ``simulation_run_job`` to the end in the calling thread (its own engine)."""
+    return run_job(lambda: simulation_run_job(run_id=run_id, owner=owner, retry=retry, sleep=sleep))
 
 
 def _fail(ctx: RunContext, error: str, kind: str) -> RunOutcome:
@@ -225,27 +246,20 @@ def _fail(ctx: RunContext, error: str, kind: str) -> RunOutcome:
     return RunOutcome("failed")
 
 
-
-
 def simulation_runs_execute_inline(
     *, run_ids: list[int], threads: int = 4, on_done: Callable[[int, RunOutcome], None] | None = None
 ) -> dict[int, RunOutcome]:
-    """Execute runs in this process on a thread pool (no worker needed); return the outcomes.
+    """Execute runs in this process, ``threads`` conversations at once (no worker needed).
 
-    Each thread uses its own database connection and closes it at the end.
+    ``threads`` keeps its name for the command line; the conversations are coroutines of this
+    thread's engine, not OS threads. ``on_done`` runs as a database step after each run.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connections
-
-    def one(run_id: int) -> tuple[int, RunOutcome]:
-        try:
-            outcome = simulation_run_execute(run_id=run_id, owner=new_owner("inline"))
-        finally:
-            connections.close_all()
+    async def one(run_id: int) -> RunOutcome:
+        outcome = await simulation_run_job(run_id=run_id, owner=new_owner("inline"))
         if on_done is not None:
-            on_done(run_id, outcome)
-        return run_id, outcome
+            await db(on_done, run_id, outcome)
+        return outcome
 
-    with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix="simulate") as pool:
-        return dict(pool.map(one, run_ids))
+    jobs = [lambda run_id=run_id: one(run_id) for run_id in run_ids]
+    outcomes = run_jobs(jobs, concurrency=max(threads, 1))
+    return dict(zip(run_ids, outcomes, strict=True))

@@ -9,8 +9,9 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from simulation.batches import simulation_runs_recover
+from simulation.llm.engine import run_job, shared_engine
 from simulation.run_checks import conversation_check_integrity
-from simulation.simulate import new_owner, simulation_run_execute
+from simulation.simulate import new_owner, simulation_run_job
 
 logger = logging.getLogger("simulation.tasks")
 
@@ -26,6 +27,8 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 # mid-conversation leaves the message to be delivered again; the run's lease (see
 # simulation.simulate) makes a second delivery resume after the last saved message, never
 # write twice. "busy" (another live executor holds the lease) retries once the lease may expire.
+# In a worker the conversation runs on the process's engine thread with every other one in
+# flight; the task's own thread only waits for it (so its broker message stays unacknowledged).
 @shared_task(
     name="simulation.tasks.simulation_run_task",
     bind=True,
@@ -37,7 +40,13 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 )
 def simulation_run_task(self: Any, run_id: int) -> str:
     """Simulate one conversation of a batch (or resume it); return the outcome."""
-    outcome = simulation_run_execute(run_id=run_id, owner=new_owner(str(self.request.id or "")[:12]))
+    owner = new_owner(str(self.request.id or "")[:12])
+
+    def job():  # type: ignore[no-untyped-def]
+        return simulation_run_job(run_id=run_id, owner=owner)
+
+    inline = self.request.is_eager or self.request.called_directly
+    outcome = run_job(job) if inline else shared_engine().call(job)
     if outcome.status == "busy" and not self.request.is_eager:
         raise self.retry(countdown=min((outcome.retry_in or 1.0) + 0.5, 600.0))
     return outcome.status

@@ -267,7 +267,12 @@ if not REDIS_URL:
     for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # A task whose worker vanished without a word is handed out again by Redis after this
+    # many seconds. Work is not lost meanwhile: stalled runs and results are taken back by the
+    # next worker to start and by the living workers' checks (leases below), much sooner.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600"))
+    }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -303,6 +308,15 @@ SECURE_REFERRER_POLICY = "same-origin"
 EVALSITE_KEY_ENV_ALLOWED = env_list("EVALSITE_KEY_ENV_ALLOWED", [])
 EVALSITE_KEY_ENV_DENIED = env_list("EVALSITE_KEY_ENV_DENIED", [])
 EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
+
+# The LLM engine (docs/engine.md). A judge result holds a lease while a worker judges it,
+# renewed three times per threshold: one not renewed for EVALSITE_JUDGE_STALE_SECONDS lost its
+# worker ("stalled") and is taken again, at most EVALSITE_JUDGE_MAX_ATTEMPTS times in all.
+# Tasks one worker process holds at once (`--pool threads --concurrency N`): how many
+# conversations and judge results its engine keeps in flight. `manage.py serve` uses it.
+EVALSITE_WORKER_CONCURRENCY = int(os.environ.get("EVALSITE_WORKER_CONCURRENCY", "32"))
+EVALSITE_JUDGE_STALE_SECONDS = int(os.environ.get("EVALSITE_JUDGE_STALE_SECONDS", "90"))
+EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", "3"))
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))

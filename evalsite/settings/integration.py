@@ -21,7 +21,9 @@ DATABASES = {
 }
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
 CELERY_BROKER_URL = REDIS_URL
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600"))
+}
 CELERY_TASK_ALWAYS_EAGER = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests log in with Client.force_login, which has no client address: axes would look up and

@@ -3,7 +3,8 @@
     spec = ModelSpec(model="openai/gpt-4o", api_key_env="OPENAI_API_KEY", params={"temperature": 0})
     result = chat(spec, [{"role": "user", "content": "Hello"}], limiter=limiter_for("judging", 8, 500))
 
-Importing this package is cheap; litellm is imported on the first call.
+``achat`` is the same call on an event loop (the engine, ``simulation.llm.engine``). Importing
+this package is cheap; litellm is imported on the first call.
 """
 
 from simulation.llm.cache import DictCache, ResponseCache, request_hash
@@ -11,8 +12,11 @@ from simulation.llm.client import (
     DEFAULT_RETRY,
     NO_RETRY,
     ModelSpec,
+    PreparedCall,
     RetryPolicy,
+    achat,
     chat,
+    prepare_call,
     retry_after_seconds,
 )
 from simulation.llm.ratelimit import (
@@ -35,8 +39,11 @@ __all__ = [
     "RateLimiter",
     "RedisRateLimiter",
     "ResponseCache",
+    "PreparedCall",
     "RetryPolicy",
+    "achat",
     "chat",
+    "prepare_call",
     "limiter_for",
     "request_hash",
     "retry_after_seconds",

@@ -6,13 +6,16 @@ litellm's own retries are off (``num_retries=0``): every retry, wait and log lin
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
 import random
 import re
+import threading
 import time
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -93,7 +96,29 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout per error
+    # litellm caches its HTTP clients, open keep-alive connections included. A forked child
+    # (Celery prefork, a benchmark's processes) would share those sockets with its parent and
+    # siblings: two processes writing one request stream is what made the fake server answer
+    # "Body is not JSON" (400) and drop connections under load. Each child starts afresh.
+    os.register_at_fork(after_in_child=_forget_inherited_clients)
     return litellm
+
+
+def _forget_inherited_clients() -> None:
+    import litellm
+
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    if cache is None:
+        return
+    # Drop the references without closing them: closing would shut the parent's sockets too.
+    # Fresh locks: another thread of the parent may have held one at the moment of the fork.
+    for name in ("_write_lock", "_increment_lock"):
+        if hasattr(cache, name):
+            setattr(cache, name, threading.Lock())
+    for name in ("cache_dict", "ttl_dict", "expiration_heap"):
+        store = getattr(cache, name, None)
+        if isinstance(store, (dict, list)):
+            store.clear()
 
 
 @functools.cache
@@ -184,7 +209,7 @@ def _api_key(spec: ModelSpec) -> str | None:
     return key
 
 
-def _refuse_by_secrets_policy(spec: ModelSpec) -> None:
+def refuse_by_secrets_policy(spec: ModelSpec) -> None:
     """Refuse a key variable or host the secrets policy does not allow (the call-time check)."""
     try:
         destination_enforce(api_base=spec.api_base, key_env=spec.api_key_env, params=spec.params)
@@ -204,6 +229,145 @@ def _cost(response: Any) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) else None
 
 
+@functools.lru_cache(maxsize=1024)
+def has_known_price(model: str) -> bool:
+    """Return whether litellm's cost map prices ``model`` (looked up once per model)."""
+    try:
+        info = _litellm().get_model_info(model=model)
+    except Exception:  # litellm raises for a model it does not know
+        return False
+    return info.get("input_cost_per_token") is not None
+
+
+# For a model litellm cannot price, its per-call cost lookup (model map, then every fallback
+# generalization) is a fifth of its CPU per call and ends in "unknown" anyway. A zero custom
+# price short-cuts it; the call record still says the cost is unknown (None), never 0.
+_UNPRICED = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """One request, resolved: the litellm arguments (key included), its hash, its rate key."""
+
+    spec: ModelSpec
+    kwargs: dict[str, Any]
+    api_key: str | None
+    request_hash: str
+    params: dict[str, Any]
+    priced: bool = True
+
+
+def prepare_call(
+    spec: ModelSpec,
+    messages: list[dict[str, Any]],
+    response_format: dict[str, Any] | None = None,
+    *,
+    known_hash: str = "",
+) -> PreparedCall:
+    """Resolve ``spec`` for one call: the only place a model spec becomes litellm arguments.
+
+    The key is read from the environment here, at call time, and nowhere else; a check of
+    which variables and endpoints a call may use is made here too.
+    """
+    refuse_by_secrets_policy(spec)
+    params = dict(spec.params)
+    rhash = known_hash or request_hash(
+        model=spec.model,
+        api_base=spec.api_base,
+        params=params,
+        messages=messages,
+        response_format=response_format,
+    )
+    api_key = _api_key(spec)
+    kwargs: dict[str, Any] = {**params, "model": spec.model, "messages": messages}
+    kwargs.update(timeout=spec.timeout, num_retries=0)
+    if spec.api_base:
+        kwargs["api_base"] = spec.api_base
+    if api_key:
+        kwargs["api_key"] = api_key
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    priced = "input_cost_per_token" in params or has_known_price(spec.model)
+    if not priced:
+        kwargs.update(_UNPRICED)
+    return PreparedCall(spec, kwargs, api_key, rhash, params, priced)
+
+
+def _reply(call: PreparedCall, response: Any, latency_ms: float, attempt: int) -> LLMResult | LLMError:
+    """Return the result of a reply, or the (retryable) error of an empty one."""
+    spec = call.spec
+    choice = response.choices[0] if response.choices else None
+    content = (choice.message.content if choice is not None else None) or ""
+    if not content.strip():
+        return LLMError(
+            f"{spec.model}: empty after {attempt} attempt(s): the reply had no content",
+            kind="empty",
+            retryable=True,
+            attempts=attempt,
+        )
+    usage = getattr(response, "usage", None)
+    result = LLMResult(
+        content=content,
+        model=str(getattr(response, "model", "") or spec.model),
+        params=call.params,
+        latency_ms=latency_ms,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=_cost(response) if call.priced else None,
+        attempts=attempt,
+        cached=False,
+        request_hash=call.request_hash,
+    )
+    if logger.isEnabledFor(logging.DEBUG):  # per call: DEBUG only, never formatted otherwise
+        logger.debug(
+            "llm call ok model=%s attempt=%d latency_ms=%.0f tokens=%d+%d",
+            spec.model, attempt, latency_ms, result.prompt_tokens, result.completion_tokens,
+        )
+    return result
+
+
+def _failure(call: PreparedCall, exc: BaseException, attempt: int) -> tuple[LLMError, float | None]:
+    kind, retryable, status = _classify(exc)
+    retry_after = retry_after_seconds(exc) if kind == "rate_limited" else None
+    detail = _scrub(f"{type(exc).__name__}: {exc}", call.api_key)
+    error = LLMError(
+        f"{call.spec.model}: {kind} after {attempt} attempt(s): {detail}",
+        kind=kind,
+        retryable=retryable,
+        attempts=attempt,
+        status_code=status,
+    )
+    return error, retry_after
+
+
+def _give_up_or_wait(
+    call: PreparedCall, error: LLMError, attempt: int, latency_ms: float, retry: RetryPolicy, retry_after: float | None
+) -> float:
+    """Raise ``error`` when it is final; else return the seconds to wait before the next attempt."""
+    if not error.retryable or attempt >= retry.max_attempts:
+        logger.warning(
+            "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f giving up",
+            call.spec.model, attempt, error.kind, latency_ms,
+        )
+        raise error
+    delay = retry.delay(attempt, retry_after)
+    logger.warning(
+        "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f retry_in=%.2fs",
+        call.spec.model, attempt, error.kind, latency_ms, delay,
+    )
+    return delay
+
+
+def _cached(call: PreparedCall, cache: ResponseCache | None) -> LLMResult | None:
+    if cache is None:
+        return None
+    hit = cache.get(call.request_hash)
+    if hit is None:
+        return None
+    logger.debug("llm cache hit model=%s request=%s", call.spec.model, call.request_hash[:12])
+    return replace(hit, cached=True, latency_ms=0.0, attempts=0)
+
+
 def chat(
     spec: ModelSpec,
     messages: list[dict[str, Any]],
@@ -219,110 +383,122 @@ def chat(
     Retries 429 (waiting at least its Retry-After), 5xx, timeouts, connection errors and empty
     content; raises ``LLMError`` at once for 400/401/403/404, or with the last kind once
     ``retry.max_attempts`` are spent. The limiter is held per attempt, not across waits.
+    This is the blocking entry point (one OS thread per call in flight); the engine uses
+    ``achat``, which behaves the same on an event loop.
     """
-    _refuse_by_secrets_policy(spec)  # before anything, cached or not, leaves the server
-    params = dict(spec.params)
-    rhash = request_hash(
-        model=spec.model,
-        api_base=spec.api_base,
-        params=params,
-        messages=messages,
-        response_format=response_format,
-    )
-    if cache is not None:
-        hit = cache.get(rhash)
-        if hit is not None:
-            logger.info("llm cache hit model=%s request=%s", spec.model, rhash[:12])
-            return replace(hit, cached=True, latency_ms=0.0, attempts=0)
-
-    api_key = _api_key(spec)
-    kwargs: dict[str, Any] = {**params, "model": spec.model, "messages": messages}
-    kwargs.update(timeout=spec.timeout, num_retries=0)
-    if spec.api_base:
-        kwargs["api_base"] = spec.api_base
-    if api_key:
-        kwargs["api_key"] = api_key
-    if response_format is not None:
-        kwargs["response_format"] = response_format
+    call = prepare_call(spec, messages, response_format)
+    hit = _cached(call, cache)
+    if hit is not None:
+        return hit
     litellm = _litellm()
     call_errors = _call_errors()
-
     for attempt in range(1, retry.max_attempts + 1):
         retry_after: float | None = None
         if limiter is not None:
             limiter.acquire(spec.rate_key)
         started = time.perf_counter()
         try:
-            response = litellm.completion(**kwargs)
+            response = litellm.completion(**call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
-            kind, retryable, status = _classify(exc)
-            if kind == "rate_limited":
-                retry_after = retry_after_seconds(exc)
-            detail = _scrub(f"{type(exc).__name__}: {exc}", api_key)
-            error = LLMError(
-                f"{spec.model}: {kind} after {attempt} attempt(s): {detail}",
-                kind=kind,
-                retryable=retryable,
-                attempts=attempt,
-                status_code=status,
-            )
+            error, retry_after = _failure(call, exc, attempt)
         else:
             latency_ms = (time.perf_counter() - started) * 1000.0
-            choice = response.choices[0] if response.choices else None
-            content = (choice.message.content if choice is not None else None) or ""
-            if content.strip():
-                usage = getattr(response, "usage", None)
-                result = LLMResult(
-                    content=content,
-                    model=str(getattr(response, "model", "") or spec.model),
-                    params=params,
-                    latency_ms=latency_ms,
-                    prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                    completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                    cost_usd=_cost(response),
-                    attempts=attempt,
-                    cached=False,
-                    request_hash=rhash,
-                )
-                logger.info(
-                    "llm call ok model=%s attempt=%d latency_ms=%.0f tokens=%d+%d",
-                    spec.model,
-                    attempt,
-                    latency_ms,
-                    result.prompt_tokens,
-                    result.completion_tokens,
-                )
+            outcome = _reply(call, response, latency_ms, attempt)
+            if isinstance(outcome, LLMResult):
                 if cache is not None:
-                    cache.set(rhash, result)
-                return result
-            error = LLMError(
-                f"{spec.model}: empty after {attempt} attempt(s): the reply had no content",
-                kind="empty",
-                retryable=True,
-                attempts=attempt,
-            )
+                    cache.set(call.request_hash, outcome)
+                return outcome
+            error = outcome
         finally:
             if limiter is not None:
                 limiter.release(spec.rate_key)
+        sleep(_give_up_or_wait(call, error, attempt, latency_ms, retry, retry_after))
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
-        if not error.retryable or attempt >= retry.max_attempts:
-            logger.warning(
-                "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f giving up",
-                spec.model,
-                attempt,
-                error.kind,
-                latency_ms,
-            )
-            raise error
-        delay = retry.delay(attempt, retry_after)
-        logger.warning(
-            "llm call failed model=%s attempt=%d kind=%s latency_ms=%.0f retry_in=%.2fs",
-            spec.model,
-            attempt,
-            error.kind,
-            latency_ms,
-            delay,
-        )
-        sleep(delay)
+
+async def acquire_async(limiter: RateLimiter, key: str, poll_seconds: float = 0.01) -> None:
+    """Take a slot of ``limiter`` for ``key`` without blocking the event loop."""
+    waited = 0.0
+    while not limiter.try_acquire(key):
+        # Releases are not signalled across processes: poll, with jitter, backing off to 50 ms.
+        delay = min(poll_seconds * (1.0 + waited), 0.05) * random.uniform(0.5, 1.0)
+        await asyncio.sleep(delay)
+        waited += delay
+
+
+_first_calls: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _acompletion_shared_client(litellm: Any, spec: ModelSpec, kwargs: dict[str, Any]) -> Any:
+    """Call ``litellm.acompletion``; the first call to an endpoint on this loop goes alone.
+
+    litellm builds its HTTP client for an endpoint on the first call and caches it per event
+    loop: a hundred conversations starting at once would each build one (a stampede that cost
+    seconds of CPU). The first call builds it while the others wait, then they all share it.
+    """
+    gates = _first_calls.setdefault(asyncio.get_running_loop(), {})
+    key = (spec.model.split("/", 1)[0], spec.api_base)
+    gate = gates.get(key, False)
+    if gate is None:  # the client exists
+        return await litellm.acompletion(**kwargs)
+    if gate is False:
+        gate = gates[key] = asyncio.Lock()
+    async with gate:
+        if gates.get(key) is not None:  # still the first: build the client
+            try:
+                return await litellm.acompletion(**kwargs)
+            finally:
+                gates[key] = None
+    return await litellm.acompletion(**kwargs)
+
+
+async def achat(
+    spec: ModelSpec,
+    messages: list[dict[str, Any]],
+    *,
+    response_format: dict[str, Any] | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    limiter: RateLimiter | None = None,
+    cache: ResponseCache | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    known_hash: str = "",
+) -> LLMResult:
+    """``chat`` on an event loop: ``litellm.acompletion``, waits that never block the loop.
+
+    The same retries, limits, cache, call record and errors as ``chat``. ``cache`` is read and
+    written synchronously: give it one that needs no database (``DictCache``, a preloaded
+    view), or look up in a database step before calling (and pass the ``request_hash`` it
+    computed as ``known_hash``, so a large prompt is hashed once).
+    """
+    call = prepare_call(spec, messages, response_format, known_hash=known_hash)
+    hit = _cached(call, cache)
+    if hit is not None:
+        return hit
+    litellm = _litellm()
+    call_errors = _call_errors()
+    for attempt in range(1, retry.max_attempts + 1):
+        retry_after: float | None = None
+        if limiter is not None:
+            await acquire_async(limiter, spec.rate_key)
+        started = time.perf_counter()
+        try:
+            response = await _acompletion_shared_client(litellm, spec, call.kwargs)
+        except call_errors as exc:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            error, retry_after = _failure(call, exc, attempt)
+        else:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            outcome = _reply(call, response, latency_ms, attempt)
+            if isinstance(outcome, LLMResult):
+                if cache is not None:
+                    cache.set(call.request_hash, outcome)
+                return outcome
+            error = outcome
+        finally:
+            if limiter is not None:
+                limiter.release(spec.rate_key)
+        await sleep(_give_up_or_wait(call, error, attempt, latency_ms, retry, retry_after))
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

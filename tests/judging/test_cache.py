@@ -62,3 +62,25 @@ def test_the_cache_key_changes_with_the_parameters(fake, amhart, conversations, 
     run_now([make_judge("gpt-warm", amhart, temperature=0.7)], conversations[:1])
     assert fake.calls_total == 2
     assert fake.requests[1].body["temperature"] == 0.7
+
+
+def test_a_cached_rerun_replays_format_retries_and_reproduces_every_label(fake, amhart, conversations, make_judge, run_now):
+    """The invalid first reply is cached with the chain it started, so a re-run walks it again."""
+    import itertools
+
+    judge = make_judge("gpt", amhart, temperature=1.0)
+    labels = itertools.cycle(["yes", "no"])
+    # At temperature 1 a second identical request may well answer otherwise: the fake does.
+    replies = iter(["not json", lambda body: checklist_reply({}, default=next(labels))(body)] * 10)
+    fake.script("gpt", [lambda body: (r(body) if callable(r := next(replies)) else r)])
+    first = run_now([judge], conversations)
+    assert first.status == RunStatus.COMPLETED and fake.calls_total == 4  # two format retries
+    calls_before = fake.calls_total
+
+    second = run_now([judge], conversations)
+
+    assert fake.calls_total == calls_before  # no HTTP call at all
+    assert (second.n_calls, second.n_cached) == (4, 4)
+    as_set = lambda run: sorted(JudgeLabel.objects.filter(result__run=run).values_list("result__conversation_id", "item_key", "label", "rationale"))  # noqa: E731
+    assert as_set(first) == as_set(second)
+    assert {label for *_, label, _ in as_set(first)} == {"yes", "no"}

@@ -23,7 +23,11 @@ def test_the_request_carries_a_strict_json_schema_with_na_only_where_allowed(fak
     assert body["response_format"]["json_schema"]["strict"] is True
     items = schema_of(body)["properties"]["items"]
     assert len(items["required"]) == 14 and items["additionalProperties"] is False
-    enums = {key: spec["properties"]["label"]["enum"] for key, spec in items["properties"].items()}
+    # Each item is one verdict shape per kind of label ("yes" must cite chatbot turns).
+    enums = {
+        key: [label for shape in spec.get("anyOf", [spec]) for label in shape["properties"]["label"]["enum"]]
+        for key, spec in items["properties"].items()
+    }
     assert enums["amhart_01"] == ["yes", "no"]
     assert enums["amhart_13"] == ["yes", "no", "N/A"]
     assert enums["amhart_14"] == ["yes", "no", "N/A"]
@@ -156,3 +160,47 @@ def test_validation_accepts_a_fenced_reply_and_marks_unverified_quotes() -> None
     assert verdicts is not None
     assert [e["verified"] for e in verdicts["a"].evidence] == [True, False]
     assert verdicts["b"].label == "N/A"
+
+
+def _schema_valid_replies(schema: dict, turns: list[Turn]) -> list[str]:
+    """Return replies that the strict schema allows: every label with every kind of citation."""
+    import itertools
+
+    item_specs = schema["properties"]["items"]["properties"]
+    numbers = [t.number for t in turns]
+    replies = []
+    for label, cited in itertools.product(("yes", "no", "N/A"), [[], *([n] for n in numbers), numbers]):
+        entries = {key: {"label": label, "rationale": "r", "evidence": [{"turn": n, "quote": "q"} for n in cited]} for key in item_specs}
+        replies.append(json.dumps({"items": entries}))
+    return replies
+
+
+def test_every_reply_the_schema_allows_passes_validation() -> None:
+    """Structured output guarantees what validation checks: no format retry can be needed."""
+    import jsonschema
+
+    from judging.checklist import response_schema
+
+    schema = response_schema(ITEMS, TURNS)
+    validator = jsonschema.Draft202012Validator(schema)
+    allowed = [r for r in _schema_valid_replies(schema, TURNS) if validator.is_valid(json.loads(r))]
+    assert len(allowed) >= 6
+    for reply in allowed:
+        verdicts, problems = validate_reply(reply, ITEMS, TURNS)
+        assert problems == [], reply
+    # A "yes" that cites only the user's turn, which validation refuses, the schema refuses too.
+    user_turn_yes = {"label": "yes", "rationale": "r", "evidence": [{"turn": 1, "quote": "I'm Maya"}]}
+    assert validate_reply(_reply(a=user_turn_yes, b={"label": "no", "rationale": "r", "evidence": []}), ITEMS, TURNS)[0] is None
+    assert not validator.is_valid({"items": {"a": user_turn_yes, "b": {"label": "no", "rationale": "r", "evidence": []}}})
+    assert not validator.is_valid({"items": {"a": {**user_turn_yes, "evidence": []}, "b": {"label": "no", "rationale": "r", "evidence": []}}})
+
+
+def test_the_schema_names_the_conversations_chatbot_turns(fake, amhart, conversations, make_judge, run_now):
+    fake.script("gpt-judge", [checklist_reply()])
+    run_now([make_judge("gpt-judge", amhart)], conversations[:1])
+    item = schema_of(fake.requests[0].body)["properties"]["items"]["properties"]["amhart_01"]
+    yes_shape, other_shape = item["anyOf"]
+    assert yes_shape["properties"]["label"]["enum"] == ["yes"]
+    assert yes_shape["properties"]["evidence"]["items"]["properties"]["turn"]["enum"] == [2, 4]
+    assert yes_shape["properties"]["evidence"]["minItems"] == 1
+    assert other_shape["properties"]["evidence"]["items"]["properties"]["turn"]["enum"] == [1, 2, 3, 4]

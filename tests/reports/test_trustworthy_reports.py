@@ -111,7 +111,10 @@ def test_the_ensemble_votes_yes_YES_and_no_as_a_majority_for_the_items_yes(audit
 
 
 def test_the_checklist_parser_uses_the_one_normaliser():
-    from judging.checklist import _canonical_label
+    from judging.checklist import _labels_for, _normalised
+
+    def _canonical_label(raw: str, allowed: tuple[str, ...]) -> str | None:
+        return _normalised(_labels_for(allowed), raw)
 
     assert _canonical_label("  YES ", ("yes", "no")) == "yes"
     assert _canonical_label("not applicable", ("yes", "no", "N/A")) == "N/A"

@@ -15,6 +15,7 @@ from simulation.batches import (
     simulation_batch_create,
     simulation_batch_resume,
 )
+from simulation.llm.engine import db
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.run_checks import conversation_check_integrity
 from simulation.tasks import simulation_run_task
@@ -139,20 +140,20 @@ class Crash(BaseException):
 
 
 def test_a_crashed_executor_is_resumed_after_its_last_saved_message_without_duplicates(fake_llm, one_run_batch, monkeypatch):
-    real_chat = simulate.chat
+    real_chat = simulate.achat
     calls = {"n": 0}
 
-    def crashing_chat(*args, **kwargs):  # type: ignore[no-untyped-def]
+    async def crashing_chat(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 3:
             raise Crash()
-        return real_chat(*args, **kwargs)
+        return await real_chat(*args, **kwargs)
 
     run = one_run_batch.runs.get()
-    monkeypatch.setattr(simulate, "chat", crashing_chat)
+    monkeypatch.setattr(simulate, "achat", crashing_chat)
     with pytest.raises(Crash):
         simulate.simulation_run_execute(run_id=run.pk, owner=run_state.new_owner("first"))
-    monkeypatch.setattr(simulate, "chat", real_chat)
+    monkeypatch.setattr(simulate, "achat", real_chat)
     run.refresh_from_db()
     assert run.status == SimulationRun.Status.RUNNING and _contiguous(run) == [0, 1, 2]
     saved = transcript(run.conversation)
@@ -189,20 +190,20 @@ def test_a_cancelled_batch_stops_mid_conversation_and_resumes_after_the_last_sav
     spec = amhart_spec(fake_llm, persona_set, [make_target(fake_llm)], persona_ids=tuple(persona_set.personas.values_list("pk", flat=True)[:2]))
     batch = simulation_batch_create(spec=spec, dispatch=False)
     first, second = batch.runs.order_by("id")
-    real_chat = simulate.chat
+    real_chat = simulate.achat
     calls = {"n": 0}
 
-    def cancelling_chat(*args, **kwargs):  # type: ignore[no-untyped-def]
+    async def cancelling_chat(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls["n"] += 1
-        result = real_chat(*args, **kwargs)
+        result = await real_chat(*args, **kwargs)
         if calls["n"] == 2:  # a researcher presses Cancel while this call is in flight
-            simulation_batch_cancel(batch_id=batch.pk)
+            await db(simulation_batch_cancel, batch_id=batch.pk)
         return result
 
-    monkeypatch.setattr(simulate, "chat", cancelling_chat)
+    monkeypatch.setattr(simulate, "achat", cancelling_chat)
     assert simulation_run_task.delay(first.pk).get() == "lost"
     assert simulation_run_task.delay(second.pk).get() == "skipped"
-    monkeypatch.setattr(simulate, "chat", real_chat)
+    monkeypatch.setattr(simulate, "achat", real_chat)
     first.refresh_from_db()
     batch.refresh_from_db()
     assert batch.status == SimulationBatch.Status.CANCELLED

@@ -144,7 +144,7 @@ class FakeLLM:
         if self._server is not None:
             return self
         handler = type("FakeLLMHandler", (_Handler,), {"fake": self})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = _Server(("127.0.0.1", 0), handler)
         # Handler threads may be asleep in a timeout fault; never wait for them on stop.
         server.daemon_threads = True
         server.block_on_close = False
@@ -283,6 +283,12 @@ class FakeLLM:
             names = sorted(set(self._scripts) | set(self._calls_by_model))
         data = [{"id": n, "object": "model", "created": 0, "owned_by": "fake"} for n in names]
         return {"object": "list", "data": data}
+
+
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) drops the SYNs of a burst of new connections (100
+    # conversations starting at once), and each dropped one costs the client a 1 s retransmit.
+    request_queue_size = 1024
 
 
 class _Handler(BaseHTTPRequestHandler):

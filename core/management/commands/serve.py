@@ -42,12 +42,11 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         if not options["no_worker"]:
             embedded = not settings.REDIS_URL
-            # SQLite and the filesystem broker want one worker process; Redis + PostgreSQL scale out.
-            concurrency = options["concurrency"] or (1 if embedded else 2)
+            # One worker process whose engine thread keeps every conversation and judge result
+            # in flight; the pool's threads only hold their tasks (docs/engine.md).
+            concurrency = options["concurrency"] or settings.EVALSITE_WORKER_CONCURRENCY
             cmd = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--loglevel=INFO",
-                   f"--concurrency={concurrency}", "--hostname=evalsite@%h"]
-            if embedded:
-                cmd.append("--pool=solo")
+                   "--pool=threads", f"--concurrency={concurrency}", "--hostname=evalsite@%h"]
             # From the project folder, whatever the current one: the worker imports the same code.
             worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy(), preexec_fn=_die_with_parent)  # noqa: PLW1509
             self.stdout.write(f"Worker started (pid {worker.pid}, {'embedded filesystem broker' if embedded else 'Redis'}).")

@@ -1,0 +1,177 @@
+"""Judge results survive a lost worker: leases, stalled results, recovery, retry and cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from judging import runs, services
+from judging.models import JudgeLabel, JudgeResult, ResultStatus, RunStatus
+from judging.selectors import run_stalled_count
+from judging.tasks import recover_stalled
+from simulation.llm.engine import run_job
+from tests.conftest import client_for
+
+from .conftest import checklist_reply
+
+pytestmark = pytest.mark.django_db
+
+
+class Crash(BaseException):
+    """Stands in for SIGKILL: nothing after it runs, no handler sees it."""
+
+
+def _crash_mid_result(_monkeypatch: pytest.MonkeyPatch, result_id: int, owner: str) -> None:
+    """Claim ``result_id`` as a worker would, then die during its LLM call."""
+
+    async def dying_judge(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise Crash()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs, "_judge", dying_judge)
+        with pytest.raises(Crash):
+            run_job(lambda: runs.judge_result_job(result_id=result_id, owner=owner))
+
+
+def _expire(result: JudgeResult) -> None:
+    JudgeResult.objects.filter(pk=result.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_result_whose_worker_died_is_stalled_and_resumed_when_a_worker_starts(
+    fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
+):
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    victim, other = run.results.order_by("pk")
+    _crash_mid_result(monkeypatch, victim.pk, owner="otherhost:1:worker:dead")
+    assert services.judge_result_execute(result_id=other.pk) == ResultStatus.DONE, JudgeResult.objects.get(pk=other.pk).error
+    victim.refresh_from_db()
+    assert victim.status == ResultStatus.RUNNING and victim.lease_owner and victim.attempts == 1
+
+    # While the lease is live the result is not stalled, and a second delivery leaves it alone.
+    assert run_stalled_count(run) == 0 and runs.stalled_results(run.pk) == []
+    assert services.judge_result_execute(result_id=victim.pk) == ResultStatus.RUNNING
+    assert fake.calls_total == 1
+
+    _expire(victim)
+    run.refresh_from_db()
+    assert run_stalled_count(run) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recover_stalled() == 1  # what a worker does when it starts (and periodically)
+    run.refresh_from_db()
+    victim.refresh_from_db()
+    assert victim.status == ResultStatus.DONE and victim.attempts == 2 and victim.lease_owner == ""
+    assert run.status == RunStatus.COMPLETED and (run.n_done, run.n_failed) == (2, 0)
+    assert JudgeLabel.objects.filter(result=victim).count() == 14
+
+
+def test_a_holder_that_is_a_dead_process_on_this_host_is_taken_over_at_once(fake, amhart, conversations, make_judge, monkeypatch):
+    from simulation.run_state import new_owner
+
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    dead = new_owner("dead").split(":")
+    dead[1] = "999999999"  # no such pid
+    _crash_mid_result(monkeypatch, result.pk, owner=":".join(dead))
+    assert runs.stalled_results(run.pk) == [result.pk]
+    assert services.judge_result_execute(result_id=result.pk) == ResultStatus.DONE
+
+
+@override_settings(EVALSITE_JUDGE_MAX_ATTEMPTS=2)
+def test_a_result_that_kills_its_worker_every_time_fails_after_the_retry_limit(fake, amhart, conversations, make_judge, monkeypatch):
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    for n in range(2):
+        _crash_mid_result(monkeypatch, result.pk, owner=f"otherhost:1:worker:{n}")
+        _expire(result)
+    assert services.judge_result_execute(result_id=result.pk) == ResultStatus.FAILED
+    result.refresh_from_db()
+    run.refresh_from_db()
+    assert result.error_kind == "worker_lost" and "gave up after 2 attempt(s)" in result.error
+    assert run.status == RunStatus.FAILED and fake.calls_total == 0
+    assert set(JudgeLabel.objects.filter(result=result).values_list("status", flat=True)) <= {"missing"}
+
+
+def test_retry_takes_back_stalled_results_while_the_run_is_going(
+    fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
+):
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    first, second = run.results.order_by("pk")
+    _crash_mid_result(monkeypatch, first.pk, owner="otherhost:1:worker:a")
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING
+    with pytest.raises(services.JudgingError, match="no result is stalled"):
+        services.judge_run_retry_failed(run=run)
+    _expire(first)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.judge_run_retry_failed(run=run) == 1
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == ResultStatus.DONE and second.status == ResultStatus.PENDING
+
+
+def test_cancel_stops_running_results_and_their_late_store_is_refused(fake, amhart, conversations, make_judge):
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    owner = "thishost:1:worker:busy"
+
+    async def judge_then_cancelled() -> str:
+        from simulation.llm.engine import db
+
+        claimed = await db(runs._claim, result.pk, owner)
+        assert isinstance(claimed, JudgeResult)
+        await db(services.judge_run_cancel, run=run)  # a researcher presses Cancel meanwhile
+        caller = runs.Caller(runs.JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
+        stored = await db(runs._finish, claimed, owner, caller, [], ResultStatus.DONE, "", "", [], "")
+        return "stored" if stored else "refused"
+
+    assert run_job(judge_then_cancelled) == "refused"
+    run.refresh_from_db()
+    result.refresh_from_db()
+    assert result.status == ResultStatus.SKIPPED and result.lease_owner == ""
+    assert run.status == RunStatus.CANCELLED and run.is_finished
+    assert not JudgeLabel.objects.filter(result=result).exists()
+
+
+@override_settings(EVALSITE_JUDGE_STALE_SECONDS=0.3)
+def test_a_worker_that_loses_its_lease_stops_calling(fake, amhart, conversations, make_judge):
+    from tests.support.fake_llm import timeout
+
+    fake.script("gpt", [timeout(3.0), checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+
+    async def worker_then_taken_over() -> str:
+        job = asyncio.ensure_future(runs.judge_result_job(result_id=result.pk, owner="thishost:1:worker:slow"))
+        await asyncio.sleep(0.2)
+        from simulation.llm.engine import db
+
+        # Another worker took the row over (ours was presumed lost).
+        await db(JudgeResult.objects.filter(pk=result.pk).update, lease_owner="otherhost:2:worker:new")
+        return await job
+
+    started = timezone.now()
+    assert run_job(worker_then_taken_over) == ResultStatus.RUNNING
+    assert (timezone.now() - started).total_seconds() < 2.5  # stopped before its 3 s call ended
+    result.refresh_from_db()
+    assert result.lease_owner == "otherhost:2:worker:new" and result.n_calls == 0
+
+
+def test_the_run_page_shows_stalled_results_and_offers_to_resume_them(fake, amhart, conversations, make_judge, monkeypatch, researcher, coordinator):
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    _crash_mid_result(monkeypatch, result.pk, owner="otherhost:1:worker:a")
+    _expire(result)
+    page = client_for(researcher).get(f"/judging/runs/{run.pk}/progress/").content.decode()
+    assert "1 judgement stalled" in page and "Resume 1 stalled" in page
+    watcher = client_for(coordinator).get(f"/judging/runs/{run.pk}/progress/").content.decode()
+    assert "1 judgement stalled" in watcher and "Resume 1 stalled" not in watcher
+    api = client_for(researcher).get(f"/api/v1/judge-runs/{run.pk}/progress/").json()
+    assert api["n_stalled"] == 1
