@@ -19,6 +19,7 @@ from annotation.errors import AnnotationError
 from annotation.models import Assignment, AssignmentStatus
 from annotation.rating import selectors as rater_selectors
 from annotation.rating import services
+from annotation.rating.sittings import current_sitting
 from core.permissions import roles_required
 from core.roles import Role
 
@@ -48,6 +49,7 @@ def _render_rating(
     context: dict[str, Any] = {
         "page": page,
         "shortcuts": SHORTCUTS,
+        "sitting": current_sitting(assignment),
         "config": {
             "assignment": assignment.pk,
             "answersUrl": reverse("v1:my-assignment-answers", args=[assignment.pk]),
