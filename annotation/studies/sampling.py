@@ -140,6 +140,11 @@ def draw_plan(population: Population, options: PlanOptions, *, n: int | None = N
     """Draw the plan (the picked conversations and every π); raise AnnotationError if impossible."""
     if not population.units:
         raise AnnotationError("this judge run has no conversation to sample (none judged, or all flagged by the integrity checks)")
+    size = options.n if n is None else n
+    if size > len(population.units):
+        raise AnnotationError(
+            f"the run has {len(population.units)} conversations to sample from: choose at most {len(population.units)}"
+        )
     try:
         return _draw(population, options, options.n if n is None else n, options.seed if seed is None else seed or 0)
     except StatsInputError as exc:

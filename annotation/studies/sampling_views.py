@@ -29,10 +29,10 @@ from annotation.studies.sampling import (
     previous_disagreement,
     study_create_from_plan,
 )
-from annotation.studies.sampling_forms import PlanForm, PlannedStudyForm
+from annotation.studies.sampling_forms import PlanForm, PlannedStudyForm, run_choices_queryset
 from core.csvstream import stream_csv
 from judging.errors import JudgingError
-from judging.sources import label_source_get, run_label_sources
+from judging.sources import label_source_get, run_conversations, run_label_sources
 
 
 def _preview_context(user: Any, form: PlanForm) -> dict[str, Any]:
@@ -62,7 +62,11 @@ def study_new_from_run(request: HttpRequest) -> HttpResponse:
     """Build a validation study from a judge run with a sampling plan."""
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    initial = {"run": request.GET.get("run")} if request.GET.get("run", "").isdigit() else {}
+    initial: dict[str, Any] = {}
+    run = run_choices_queryset().filter(pk=int(request.GET["run"])).first() if request.GET.get("run", "").isdigit() else None
+    if run is not None:
+        # Start from a plan that fits the run: at most 100 conversations, stratified.
+        initial = {"run": run.pk, "plan_size": min(100, len(run_conversations(run)))}
     form = PlannedStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
