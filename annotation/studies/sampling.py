@@ -65,9 +65,13 @@ class PlanUnit:
     code: str
     chatbot: str
     persona: str
-    flagged: bool
+    flagged: bool  # at least the plan's threshold of split or no-majority labels
     labels: tuple[str | None, ...]
     split: tuple[bool, ...]
+
+    @property
+    def n_split(self) -> int:
+        return sum(self.split)
 
     @property
     def stratum(self) -> str:
@@ -80,14 +84,28 @@ class Population:
     source: LabelSource
     instrument: str  # "amhart" (checklists) or "vera_mh" (question flows)
     units: list[PlanUnit]
+    threshold: int = 1
 
     @property
     def n_flagged(self) -> int:
         return sum(u.flagged for u in self.units)
 
+    def split_histogram(self) -> list[tuple[str, int]]:
+        """Return how many conversations have 0, 1, 2, 3 or more split or no-majority labels."""
+        counts = [0, 0, 0, 0]
+        for unit in self.units:
+            counts[min(unit.n_split, 3)] += 1
+        return list(zip(("none", "1", "2", "3 or more"), counts, strict=True))
 
-def plan_population(run: JudgeRun, source: LabelSource) -> Population:
-    """Return the run's conversations that a plan draws from (integrity-flagged ones left out)."""
+
+def plan_population(run: JudgeRun, source: LabelSource, threshold: int = 1) -> Population:
+    """Return the run's conversations that a plan draws from (integrity-flagged ones left out).
+
+    A conversation counts as one where the judges disagreed when at least ``threshold`` of
+    its labels had a split vote or no majority: with many items and a few judges, nearly
+    every conversation has one split label, so the threshold lets the oversampling target
+    the conversations with the most disagreement.
+    """
     labels = run_labels(run, source)
     splits = run_label_splits(run)
     units = []
@@ -98,11 +116,11 @@ def plan_population(run: JudgeRun, source: LabelSource) -> Population:
         units.append(
             PlanUnit(
                 id=cid, code=conversation.code, chatbot=conversation.chatbot, persona=conversation.persona,
-                flagged=any(splits.get((cid, k), False) for k in labels.items),
+                flagged=sum(split) >= max(1, threshold),
                 labels=tuple(mine[k] for k in keys), split=split,
             )
         )
-    return Population(run, source, "vera_mh" if run.mode == JudgeMode.FLOW else "amhart", units)
+    return Population(run, source, "vera_mh" if run.mode == JudgeMode.FLOW else "amhart", units, max(1, threshold))
 
 
 @dataclass(frozen=True)
@@ -116,6 +134,7 @@ class PlanOptions:
     allocation: str = "proportional"
     d_agree: float = DEFAULT_AGREE_DISAGREEMENT
     d_split: float = DEFAULT_SPLIT_DISAGREEMENT
+    min_split: int = 1  # oversampling: split or no-majority labels that flag a conversation
 
 
 def _draw(population: Population, options: PlanOptions, n: int, seed: int) -> DrawnPlan:
@@ -126,10 +145,20 @@ def _draw(population: Population, options: PlanOptions, n: int, seed: int) -> Dr
     if options.method == SamplingMethod.STRATIFIED:
         return plan_stratified(ids, [u.stratum for u in units], n, seed, allocation=options.allocation)  # type: ignore[arg-type]
     if options.method == SamplingMethod.OVERSAMPLE:
+        if not population.n_flagged and population.threshold == 1:
+            raise AnnotationError(
+                "no conversation of this run has a label where the judges disagreed (a single judge, or every vote "
+                "unanimous): choose a simple random or stratified plan"
+            )
         if not population.n_flagged:
             raise AnnotationError(
-                "no conversation of this run has judge disagreement (a single judge, or every vote "
-                "unanimous): choose a simple random or stratified plan"
+                f"no conversation of this run has {population.threshold} or more labels where the judges disagreed: "
+                "lower the threshold, or choose a simple random or stratified plan"
+            )
+        if population.n_flagged == len(units):
+            raise AnnotationError(
+                f"every conversation has {population.threshold} or more labels where the judges disagreed, so there is "
+                "nothing to oversample: raise the threshold, or choose a simple random or stratified plan"
             )
         return plan_oversample(ids, [u.flagged for u in units], n, seed, boost=options.boost,
                                strata=[u.chatbot for u in units])
@@ -305,6 +334,8 @@ class PlanPreview:
             "allocation": opts.allocation if opts.method == SamplingMethod.STRATIFIED else None,
             "population": len(self.population.units),
             "n_flagged": self.population.n_flagged,
+            "disagreement_threshold": self.population.threshold if opts.method == SamplingMethod.OVERSAMPLE else None,
+            "split_histogram": dict(self.population.split_histogram()),
             "planning": {"disagreement_where_judges_agreed": opts.d_agree, "disagreement_where_judges_split": opts.d_split,
                          "confidence": CONFIDENCE, "score": self.what},
             "strata": self.strata,
@@ -321,7 +352,7 @@ def plan_preview(run: JudgeRun, source_key: str | None, options: PlanOptions) ->
         source = label_source_get(run, source_key)
     except JudgingError as exc:
         raise AnnotationError(str(exc)) from exc
-    population = plan_population(run, source)
+    population = plan_population(run, source, options.min_split)
     seed = options.seed if options.seed is not None else 0
     plan = draw_plan(population, options, seed=seed)
     values, what = plan_values(population, options)
@@ -380,7 +411,8 @@ def study_create_from_plan(
         allocation=options.allocation if options.method == SamplingMethod.STRATIFIED else "",
         boost=options.boost if options.method == SamplingMethod.OVERSAMPLE else None,
         seed=seed, n=plan.n, population=plan.population, strata=preview.strata,
-        planning={k: payload[k] for k in ("planning", "expected_width", "expected_width_by_chatbot", "width_by_n", "n_flagged")},
+        planning={k: payload[k] for k in ("planning", "expected_width", "expected_width_by_chatbot", "width_by_n", "n_flagged",
+                                          "disagreement_threshold", "split_histogram")},
     )
     study_event(
         study=study, actor=created_by, action="sampling_plan", method=options.method, judge_run=run.pk,

@@ -40,6 +40,7 @@ PLAN_PARAMETERS = [
     OpenApiParameter("plan_size", int, required=True, description="conversations to rate"),
     OpenApiParameter("allocation", str, enum=["proportional", "equal"], description="stratified plans"),
     OpenApiParameter("boost", float, description="oversampling factor for judge disagreement (default 3)"),
+    OpenApiParameter("min_split", int, description="oversampling: split or no-majority labels that flag a conversation (default 1)"),
     OpenApiParameter("plan_seed", int, description="seed (default 0 for a preview)"),
     OpenApiParameter("d_agree", float, description="planning value: % disagreement where the judges agreed (default 15)"),
     OpenApiParameter("d_split", float, description="planning value: % disagreement where the judges split (default 40)"),
@@ -79,6 +80,7 @@ class PlanInputSerializer(serializers.Serializer):
     allocation = serializers.ChoiceField(choices=["proportional", "equal"], default="proportional")
     boost = serializers.FloatField(min_value=1, max_value=50, default=3.0)
     plan_seed = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
+    min_split = serializers.IntegerField(min_value=1, max_value=100, default=1)
     d_agree = serializers.FloatField(min_value=0, max_value=100, default=15)
     d_split = serializers.FloatField(min_value=0, max_value=100, default=40)
 
@@ -128,7 +130,7 @@ class PlannedStudyCreateView(APIView):
 def _plan_payload(plan: SamplingPlan) -> dict[str, Any]:
     return {
         "judge_run": plan.judge_run_id, "source": plan.source, "method": plan.method, "allocation": plan.allocation or None,
-        "boost": plan.boost, "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
+        "boost": plan.boost, "disagreement_threshold": plan.planning.get("disagreement_threshold"), "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
         "planning": plan.planning, "created_at": plan.created_at.isoformat(),
     }
 

@@ -18,6 +18,13 @@ from judging.errors import JudgingError
 from judging.models import Judge, JudgeRun
 from judging.sources import label_source_get
 
+METHOD_HELP = {
+    SamplingMethod.SIMPLE_RANDOM: "Every judged conversation is equally likely to be rated (π = n / N).",
+    SamplingMethod.STRATIFIED: "Each chatbot × persona cell gets its share of the ratings, so no cell is left out by chance.",
+    SamplingMethod.OVERSAMPLE: "Conversations where the judges disagreed (no majority or a split vote) are rated more often, "
+    "within each chatbot; the estimators weight them down again, so the scores stay unbiased.",
+}
+
 ALLOCATIONS = [
     ("proportional", "Proportional: each chatbot × persona cell in proportion to its size"),
     ("equal", "Equal: the same number from every cell (small cells get larger π)"),
@@ -49,6 +56,8 @@ class PlanForm(forms.Form):
     allocation = forms.ChoiceField(choices=ALLOCATIONS, initial="proportional", required=False, label="Allocation (stratified plan)")
     boost = forms.FloatField(min_value=1, max_value=50, initial=DEFAULT_BOOST, required=False, label="Oversampling factor",
                              help_text="How many times likelier a conversation with judge disagreement is to be rated")
+    min_split = forms.IntegerField(min_value=1, max_value=100, initial=1, required=False, label="Disagreement threshold",
+                                   help_text="Oversampling: a conversation counts as disputed from this many labels with a split vote or no majority")
     plan_seed = forms.IntegerField(min_value=0, required=False, label="Plan seed", help_text="Empty: a new seed is drawn and recorded")
     d_agree = forms.FloatField(min_value=0, max_value=100, initial=round(DEFAULT_AGREE_DISAGREEMENT * 100), label="Expected disagreement where the judges agreed (%)",
                                help_text="Planning value: how often clinicians would give another label than a unanimous judge label")
@@ -83,6 +92,7 @@ class PlanForm(forms.Form):
             allocation=data.get("allocation") or "proportional",
             d_agree=data["d_agree"] / 100,
             d_split=data["d_split"] / 100,
+            min_split=data.get("min_split") or 1,
         )
 
 

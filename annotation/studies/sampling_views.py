@@ -29,7 +29,12 @@ from annotation.studies.sampling import (
     previous_disagreement,
     study_create_from_plan,
 )
-from annotation.studies.sampling_forms import PlanForm, PlannedStudyForm, run_choices_queryset
+from annotation.studies.sampling_forms import (
+    METHOD_HELP,
+    PlanForm,
+    PlannedStudyForm,
+    run_choices_queryset,
+)
 from core.csvstream import stream_csv
 from judging.errors import JudgingError
 from judging.sources import label_source_get, run_conversations, run_label_sources
@@ -89,7 +94,7 @@ def study_new_from_run(request: HttpRequest) -> HttpResponse:
                 f"({plan.get_method_display().lower()}, seed {plan.seed}); every inclusion probability is recorded. Assign the raters next.",
             )
             return redirect("annotation:study-detail", pk=study.pk)
-    context: dict[str, Any] = {"form": form}
+    context: dict[str, Any] = {"form": form, "method_help": {str(k): v for k, v in METHOD_HELP.items()}}
     if request.method == "POST":
         context.update(_preview_context(request.user, PlanForm(request.POST)))
     elif initial:

@@ -47,3 +47,8 @@ def percent_value(value: Any) -> str:
 def field_label(form: Any, name: str) -> str:
     field = form.fields.get(name) if hasattr(form, "fields") else None
     return str(field.label) if field is not None and field.label else name
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    return mapping.get(key) if isinstance(mapping, dict) else None

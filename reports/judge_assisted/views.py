@@ -87,6 +87,7 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
         "score_label": next((s["label"] for s in scores if s["key"] == score), ""),
         "rows": rows,
         "plot": json.dumps(plot_data(data, score)) if data and rows else None,
+        "chart_height": 120 + 90 * len(rows),
     }
     return render(request, "reports/judge_assisted.html", context, status=400 if error else 200)
 

@@ -41,7 +41,7 @@ def signed(value: Any, scale: str = "share") -> str:
     if number is None:
         return "—"
     text = score(abs(number), scale)
-    return ("+" if number > 0 else "−" if number < 0 else "±") + text
+    return ("+" if number > 0 else "−" if number < 0 else "") + text
 
 
 @register.filter
@@ -65,3 +65,10 @@ def duration(seconds: Any) -> str:
     total = int(round(number))
     minutes, secs = divmod(total, 60)
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+@register.filter
+def confidence(value: Any) -> str:
+    """Return a confidence level as "95%" (or "99.5%")."""
+    number = _float(value)
+    return "—" if number is None else f"{100 * number:g}%"

@@ -95,8 +95,32 @@ def test_oversampling_needs_disagreement(db):
     instrument = amhart()
     conversations = corpus(repetitions=3)
     single = judged_run(instrument, judges_for(instrument, ["solo"]), conversations, lambda j, c: dict.fromkeys(AMHART_KEYS, "no"))
-    with pytest.raises(AnnotationError, match="no conversation of this run has judge disagreement"):
+    with pytest.raises(AnnotationError, match="no conversation of this run has a label where the judges disagreed"):
         plan_preview(single, None, PlanOptions(method="oversample", n=4, seed=1))
+
+
+def test_the_disagreement_threshold_picks_the_most_disputed_conversations(db):
+    instrument = amhart()
+    conversations = corpus(repetitions=6)  # 24
+    # judge-c dissents on one item everywhere, and on three items in every sixth conversation.
+    many = {c.pk for i, c in enumerate(conversations) if i % 6 == 0}
+
+    def labels(judge, conversation):  # type: ignore[no-untyped-def]
+        out = dict.fromkeys(AMHART_KEYS, "no")
+        if judge.name == "judge-c":
+            for key in (AMHART_KEYS[:3] if conversation.pk in many else AMHART_KEYS[:1]):
+                out[key] = "yes"
+        return out
+
+    run = judged_run(instrument, judges_for(instrument, ["judge-a", "judge-b", "judge-c"]), conversations, labels)
+    with pytest.raises(AnnotationError, match="nothing to oversample: raise the threshold"):
+        plan_preview(run, None, PlanOptions(method="oversample", n=8, seed=1))
+    preview = plan_preview(run, None, PlanOptions(method="oversample", n=8, seed=1, min_split=2))
+    assert {u.id for u in preview.population.units if u.flagged} == many
+    assert dict(preview.population.split_histogram()) == {"none": 0, "1": 20, "2": 0, "3 or more": 4}
+    assert preview.as_dict()["disagreement_threshold"] == 2
+    with pytest.raises(AnnotationError, match="lower the threshold"):
+        plan_preview(run, None, PlanOptions(method="oversample", n=8, seed=1, min_split=4))
 
 
 def test_expected_width_shrinks_with_more_ratings_and_beats_humans_alone_when_judges_are_good(run):
@@ -150,7 +174,7 @@ def test_page_previews_the_plan_and_creates_the_study(run, coordinator, clinicia
     page = client.get(f"/studies/new/from-run/?run={run.pk}")
     assert page.status_code == 200
     body = page.content.decode()
-    assert "Expected 95% interval width" in body and "Judge-assisted (PPI)" in body and "BOT-B" in body
+    assert "Expected 95% interval of the AMHART score" in body and "Judge-assisted (PPI)" in body and "BOT-B" in body
     partial = client.get("/studies/new/from-run/preview/", {"run": run.pk, "method": "oversample", "plan_size": 18, "boost": 3,
                                                             "d_agree": 15, "d_split": 40, "allocation": "proportional"})
     assert partial.status_code == 200 and "judges disagreed" in partial.content.decode()

@@ -55,9 +55,30 @@ def test_agreement_and_time_fall_in_the_last_third_of_a_tired_raters_queue(tired
     diff = clara["last_minus_first"]
     assert diff["difference"] == pytest.approx(-0.5)
     assert diff["interval"]["high"] < 0  # the interval excludes no change
+    # Against the other two raters (no consensus needed, her own answer left out): the same drop.
+    assert first["agreement_with_others"] == 1.0 and last["agreement_with_others"] == pytest.approx(0.5)
+    assert last["n_peer_pairs"] == 3 * 14 * 2
+    assert clara["last_minus_first_others"]["difference"] == pytest.approx(-0.5)
     cyrus = _rater(data, "cyrus")
     assert all(c["agreement"] == 1.0 for c in cyrus["thirds"])
     assert data["pooled"]["thirds"][0]["n_submitted"] == 9
+    assert data["pooled"]["thirds"][2]["agreement"] == pytest.approx((7 + 14 + 14) / 42)
+
+
+def test_with_two_raters_ties_have_no_consensus_but_agreement_with_the_other_rater_shows_drift(db, coordinator, clinician, clinician2):
+    conversations = corpus(chatbots=("BOT-A",), personas=1, repetitions=6)
+    study = study_create(name="Pairs", instrument=amhart(), section=None, conversation_ids=[c.pk for c in conversations],
+                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician"), (clinician2, "clinician")])
+    truth = dict.fromkeys(AMHART_KEYS, "yes")
+    for i, c in enumerate(conversations):
+        rate(study, c, clinician, truth if i < 2 else {**truth, "amhart_01": "no", "amhart_02": "no"}, position=i)
+        rate(study, c, clinician2, truth, position=i)
+    study_compute_consensus(study=study, actor=coordinator)
+    clara = _rater(rater_drift(study=study), "clara")
+    first, _, last = clara["thirds"]
+    assert last["n_no_consensus"] == 4 and last["agreement"] == 1.0  # the ties are left out of it...
+    assert last["agreement_with_others"] == pytest.approx(24 / 28)  # ...but not out of this
+    assert first["agreement_with_others"] == 1.0
 
 
 def test_submission_order_splits_by_when_the_rater_submitted(tired):
@@ -97,6 +118,7 @@ def test_page_csv_and_api_for_readers_only(tired, coordinator, researcher, clini
     rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{tired.pk}/raters.csv").content.decode())))
     assert {r["rater"] for r in rows} == {"clara", "cyrus", "rita", "all raters"}
     assert len(rows) == 3 * 4 + 3
+    assert {"agreement_with_consensus", "agreement_with_other_raters", "n_no_consensus"} <= set(rows[0])
     api = client.get(f"/api/v1/reports/studies/{tired.pk}/raters/?order=submitted").json()
     assert api["order"] == "submitted" and len(api["raters"]) == 3
     assert client.get(f"/api/v1/reports/studies/{tired.pk}/raters/?order=random").status_code == 400
