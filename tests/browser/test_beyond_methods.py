@@ -170,7 +170,7 @@ def test_raters_are_offered_a_break_and_coordinators_see_drift_by_queue_position
     page.context.clear_cookies()
     log_in(page, "cora", PASSWORD)
     page.goto(f"/studies/{study.pk}/")
-    page.fill("#id_sitting_limit", "6")
+    page.fill("input[name=sitting_limit]", "6")
     with page.expect_navigation():
         page.click("#load button:has-text('Save')")
     expect(page.locator(".messages")).to_contain_text("after 6 conversations per sitting")
