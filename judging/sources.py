@@ -91,25 +91,23 @@ class RunLabels:
         return self.labels.get(conversation_id, {})
 
 
-def chatbot_name(target: object | None) -> str:
-    """Return how reports name a chatbot: its code and model (the scorecards' convention)."""
-    if target is None:
-        return "(unknown)"
-    return f"{target.code} · {target.model}"  # type: ignore[attr-defined]
-
-
 def run_conversations(run: JudgeRun) -> dict[int, JudgedConversation]:
-    """Return the run's conversations that passed the integrity checks (one query)."""
+    """Return the run's conversations that passed the integrity checks (one query).
+
+    Plain values, not model instances: a run may hold tens of thousands of conversations.
+    """
     ids = run.results.values("conversation_id")
-    qs = (
+    rows = (
         Conversation.objects.filter(pk__in=ids)
         .exclude(integrity_ok=False)
-        .select_related("target", "persona")
         .order_by("code")
+        .values_list("pk", "code", "target__code", "target__model", "persona__name")
     )
     return {
-        c.pk: JudgedConversation(c.pk, c.code, chatbot_name(c.target), c.persona.name if c.persona else "(none)")
-        for c in qs
+        pk: JudgedConversation(
+            pk, code, f"{target_code} · {target_model}" if target_code is not None else "(unknown)", persona or "(none)"
+        )
+        for pk, code, target_code, target_model, persona in rows
     }
 
 
@@ -161,9 +159,17 @@ def label_is_split(provenance: str, votes: dict) -> bool:
 
 
 def run_label_splits(run: JudgeRun) -> dict[tuple[int, str], bool]:
-    """Return, per (conversation, item) of the ensemble, whether the judges split on it."""
-    rows = EnsembleLabel.objects.filter(run=run).values_list("conversation_id", "item_key", "provenance", "votes")
-    return {(cid, key): label_is_split(provenance, votes) for cid, key, provenance, votes in rows}
+    """Return the (conversation, item) pairs of the ensemble where the judges split (True only).
+
+    Unanimous labels are left out of the query (most of them, and their votes need not be
+    read): a pair that is absent did not split.
+    """
+    rows = (
+        EnsembleLabel.objects.filter(run=run)
+        .exclude(provenance="unanimous")
+        .values_list("conversation_id", "item_key", "provenance", "votes")
+    )
+    return {(cid, key): True for cid, key, provenance, votes in rows if label_is_split(provenance, votes)}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ PARAMETERS = [
     OpenApiParameter("a_source", str, description='"ensemble" or "judge:<id>" (default: the ensemble, or the only judge)'),
     OpenApiParameter("b_run", int, required=True, description="version B: judge run id"),
     OpenApiParameter("b_source", str, description='"ensemble" or "judge:<id>"'),
+    OpenApiParameter("rationales", bool, description="add both versions' rationales to every flip (read on demand; slower on large runs)"),
     OpenApiParameter("study", str, description='study whose human consensus is the reference (default: the readable study with most consensus on the shared conversations; "none" for none)'),
 ]
 
@@ -37,7 +38,10 @@ class JudgeDriftView(APIView):
         if a is None or b is None:
             return Response({"detail": "give ?a_run=<judge run id>&b_run=<judge run id>"}, status=400)
         study = selectors.reference_study(request.user, q.get("study"), a.run, b.run)
-        return Response(services.judge_drift(run_a=a.run, source_a=a.source, run_b=b.run, source_b=b.source, study=study))
+        data = services.judge_drift(run_a=a.run, source_a=a.source, run_b=b.run, source_b=b.source, study=study)
+        if q.get("rationales", "").lower() in ("1", "true", "yes"):
+            data = {**data, "flips": services.with_rationales(data.get("flips", []), a.run, a.source, b.run, b.source)}
+        return Response(data)
 
 
 urlpatterns = [path("drift/", JudgeDriftView.as_view(), name="report-drift")]

@@ -12,6 +12,7 @@ paired bootstrap interval over conversations (:func:`stats.drift.drift_report`).
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 
 from django.db.models import Count, Max
@@ -63,8 +64,11 @@ def _rows(labels: RunLabels, shared: set[int]) -> dict[tuple[str, str], str]:
 
 
 def _norm(label: str | None) -> str | None:
-    if label is None:
-        return None
+    return None if label is None else _norm_text(label)
+
+
+@lru_cache(maxsize=4096)
+def _norm_text(label: str) -> str:
     return NA_CATEGORY if is_na_label(label) else label.strip().casefold()
 
 
@@ -109,7 +113,6 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     rows_a, rows_b = _rows(a, shared), _rows(b, shared)
     titles = _titles(run_a, run_b)
     order = {k: n for n, k in enumerate(dict.fromkeys([*b.items, *a.items]))}
-    flips = label_flips(rows_a, rows_b)
     reference: dict[tuple[str, str], str] = {}
     if study is not None:
         codes = {cid: a.conversations[cid].code for cid in shared}
@@ -122,10 +125,13 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     humans: dict[Any, Any] = {}
     if reference:
         report = drift_report(rows_a, rows_b, reference, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED, confidence=CONFIDENCE)
+        flips = report.flips
         humans = {item: diff.as_dict() for item, diff in report.per_item.items()}
         humans[None] = report.pooled.as_dict()
         payload["bootstrap"] = {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE,
                                 "method": "paired percentile bootstrap over conversations"}
+    else:
+        flips = label_flips(rows_a, rows_b)
     kappas = _human_kappas(rows_a, rows_b, reference)
     items = []
     for drift in sorted(flips.items, key=lambda d: order.get(d.item, 10**6)):
@@ -143,7 +149,8 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
         "n_only_a": pooled.n_only_a, "n_only_b": pooled.n_only_b,
         "humans": {**humans[None], **kappas.get(None, {})} if None in humans else None,
     }
-    payload["flips"] = _flip_rows(flips.flips, a, b, run_a, source_a, run_b, source_b, reference, titles)
+    payload["titles"] = {str(i["item"]): i["title"] for i in items}
+    payload["flips"] = _flip_rows(flips.flips, a, reference)
     return payload
 
 
@@ -162,29 +169,47 @@ def _human_kappas(rows_a: dict, rows_b: dict, reference: dict) -> dict[Any, dict
     return out
 
 
-def _flip_rows(flips, a, b, run_a, source_a, run_b, source_b, reference, titles) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    """Return every flipped label with both versions' rationales (and the humans' label when known)."""
+def _flip_rows(flips, a: RunLabels, reference: dict) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Return every flipped label with the humans' label when known (rationales: :func:`with_rationales`)."""
     ids = {c.code: cid for cid, c in a.conversations.items()}
-    pairs = [(ids[f.unit], str(f.item)) for f in flips]
-    details_a = run_label_details(run_a, source_a, pairs)
-    details_b = run_label_details(run_b, source_b, pairs)
-    out = []
-    for flip, pair in zip(flips, pairs, strict=True):
-        da, db = details_a.get(pair), details_b.get(pair)
-        out.append({
+    return [
+        {
             "conversation": flip.unit,
-            "conversation_id": pair[0],
-            "chatbot": a.conversations[pair[0]].chatbot,
+            "conversation_id": ids[flip.unit],
+            "chatbot": a.conversations[ids[flip.unit]].chatbot,
             "item": flip.item,
-            "title": titles.get(flip.item, flip.item),
             "label_a": flip.label_a,
             "label_b": flip.label_b,
             "human": reference.get((flip.unit, flip.item)),
-            "rationale_a": da.rationale if da else "",
-            "rationale_b": db.rationale if db else "",
-            "votes_a": [list(v) for v in da.votes] if da else [],
-            "votes_b": [list(v) for v in db.votes] if db else [],
-        })
+        }
+        for flip in flips
+    ]
+
+
+def with_rationales(
+    flips: list[dict[str, Any]], run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: LabelSource,
+    *, chunk: int = 2000,
+) -> list[dict[str, Any]]:
+    """Return the flips with both versions' rationales (a judge's, or each ensemble judge's vote).
+
+    Read on demand for the flips shown or exported, not cached with the report: a drift between
+    two noisy versions of a large run can hold tens of thousands of flips. Two queries per chunk.
+    """
+    out = []
+    for start in range(0, len(flips), chunk):
+        part = flips[start : start + chunk]
+        pairs = [(f["conversation_id"], str(f["item"])) for f in part]
+        details_a = run_label_details(run_a, source_a, pairs)
+        details_b = run_label_details(run_b, source_b, pairs)
+        for flip, pair in zip(part, pairs, strict=True):
+            da, db = details_a.get(pair), details_b.get(pair)
+            out.append({
+                **flip,
+                "rationale_a": da.rationale if da else "",
+                "rationale_b": db.rationale if db else "",
+                "votes_a": [list(v) for v in da.votes] if da else [],
+                "votes_b": [list(v) for v in db.votes] if db else [],
+            })
     return out
 
 
@@ -202,11 +227,12 @@ def _rationale(text: str, votes: list[list[Any]]) -> str:
     return text
 
 
-def flip_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
+def flip_csv_rows(flips: list[dict[str, Any]]) -> list[list[Any]]:
+    """Return the flips (with rationales, from :func:`with_rationales`) as CSV rows."""
     return [
         [f["conversation"], f["chatbot"], f["item"], f["label_a"], f["label_b"], f["human"] or "",
          _rationale(f["rationale_a"], f["votes_a"]), _rationale(f["rationale_b"], f["votes_b"])]
-        for f in payload.get("flips", [])
+        for f in flips
     ]
 
 

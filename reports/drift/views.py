@@ -53,14 +53,19 @@ def drift(request: HttpRequest) -> HttpResponse:
     )
     flips = [f for f in data.get("flips", []) if table.show in ("all", "") or f["item"] == table.show]
     if table.q:
-        flips = [f for f in flips if matches(table.q, f["conversation"], f["chatbot"], f["title"])]
+        titles = data.get("titles", {})
+        flips = [f for f in flips if matches(table.q, f["conversation"], f["chatbot"], titles.get(f["item"], ""))]
+    page = table.paginate(table.sorted(flips), per_page=25)
+    if page.object_list:
+        a, b = loaded["a"], loaded["b"]
+        page.object_list = services.with_rationales(list(page.object_list), a.run, a.source, b.run, b.source)
     context = {
         **loaded,
         "runs": selectors.runs_for_picker(request.user),
         "studies": selectors.studies_for_picker(request.user),
         "study_param": request.GET.get("study", ""),
         "table": table,
-        "page": table.paginate(table.sorted(flips), per_page=25),
+        "page": page,
         "query": "&".join(f"{k}={request.GET[k]}" for k in PARAMS if request.GET.get(k)),
     }
     return render(request, "reports/drift.html", context, status=400 if loaded["error"] else 200)
@@ -75,11 +80,12 @@ def drift_csv(request: HttpRequest, table: str) -> HttpResponse:
         return HttpResponse(loaded["error"], status=400, content_type="text/plain; charset=utf-8")
     if loaded["data"] is None:
         raise Http404("give a_run and b_run")
-    header, rows = (
-        (services.ITEM_HEADER, services.item_csv_rows(loaded["data"])) if table == "items"
-        else (services.FLIP_HEADER, services.flip_csv_rows(loaded["data"]))
-    )
     a, b = loaded["a"], loaded["b"]
+    if table == "items":
+        header, rows = services.ITEM_HEADER, services.item_csv_rows(loaded["data"])
+    else:
+        flips = services.with_rationales(loaded["data"].get("flips", []), a.run, a.source, b.run, b.source)
+        header, rows = services.FLIP_HEADER, services.flip_csv_rows(flips)
     response = HttpResponse("".join(stream_csv(header, rows)), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="drift-run-{a.run.pk}-vs-run-{b.run.pk}-{table}.csv"'
     return response

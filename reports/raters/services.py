@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from annotation.models import Study
@@ -48,6 +49,7 @@ def rater_drift(*, study: Study, order: str = "queue") -> dict[str, Any]:
     return cached(f"raters:{study.pk}:{order}", selectors.data_version(study), lambda: _compute(study, order))
 
 
+@lru_cache(maxsize=4096)
 def _norm(label: str) -> str:
     return NA_CATEGORY if is_na_label(label) else label.strip().casefold()
 

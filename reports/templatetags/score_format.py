@@ -72,3 +72,8 @@ def confidence(value: Any) -> str:
     """Return a confidence level as "95%" (or "99.5%")."""
     number = _float(value)
     return "—" if number is None else f"{100 * number:g}%"
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    return mapping.get(key) if isinstance(mapping, dict) else None

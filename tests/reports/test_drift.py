@@ -80,8 +80,12 @@ def test_flips_agreement_between_versions_and_each_against_humans(versions):
         n_resamples=2000, seed=20260115,
     )
     assert expected.pooled.difference == pytest.approx(data["pooled"]["humans"]["difference"])
-    # Every flip carries both versions' rationales and the humans' label.
-    flip = next(f for f in data["flips"] if f["item"] == "amhart_01")
+    # Every flip carries the humans' label, and both versions' rationales on demand.
+    from reports.drift.services import with_rationales
+
+    flips = with_rationales(data["flips"], run_a, source_a, run_b, source_b, chunk=5)
+    assert len(flips) == 12 and "rationale_a" not in data["flips"][0]
+    flip = next(f for f in flips if f["item"] == "amhart_01")
     assert flip["rationale_a"].startswith("judge-v1 says") and flip["rationale_b"].startswith("judge-v2 says")
     assert flip["human"] == flip["label_b"]
 
@@ -109,10 +113,12 @@ def test_ensembles_show_each_judges_vote_and_reason(db):
     run_a = judged_run(instrument, panel_a, conversations, lambda j, c: dict.fromkeys(AMHART_KEYS, "yes"))
     run_b = judged_run(instrument, panel_a, conversations,
                        lambda j, c: {**dict.fromkeys(AMHART_KEYS, "yes"), "amhart_05": "no" if j.name != "p3" else "yes"})
-    data = judge_drift(run_a=run_a, source_a=label_source_get(run_a, None), run_b=run_b,
-                       source_b=label_source_get(run_b, None), study=None)
+    from reports.drift.services import with_rationales
+
+    source_a, source_b = label_source_get(run_a, None), label_source_get(run_b, None)
+    data = judge_drift(run_a=run_a, source_a=source_a, run_b=run_b, source_b=source_b, study=None)
     assert data["study"] is None and "n_reference" not in data
-    flip = data["flips"][0]
+    flip = with_rationales(data["flips"], run_a, source_a, run_b, source_b)[0]
     assert flip["item"] == "amhart_05" and (flip["label_a"], flip["label_b"]) == ("yes", "no")
     assert [v[0] for v in flip["votes_b"]] == ["p1", "p2", "p3"]
     assert flip["votes_b"][2] == ["p3", "yes", "p3 says yes on amhart_05"]
@@ -155,7 +161,9 @@ def test_page_csv_and_api(versions, coordinator, researcher, clinician, outsider
     flips = list(csv.DictReader(io.StringIO(client.get(f"/reports/drift/flips.csv?{query}").content.decode())))
     assert len(flips) == 12 and all(r["rationale_a"] and r["rationale_b"] for r in flips)
     api = client.get(f"/api/v1/reports/drift/?{query}").json()
-    assert api["pooled"]["n_flipped"] == 12 and len(api["flips"]) == 12
+    assert api["pooled"]["n_flipped"] == 12 and len(api["flips"]) == 12 and "rationale_a" not in api["flips"][0]
+    explained = client.get(f"/api/v1/reports/drift/?{query}&rationales=true").json()
+    assert all(f["rationale_a"].startswith("judge-v1 says") for f in explained["flips"])
     assert client.get("/api/v1/reports/drift/").status_code == 400
     assert client.get(f"/api/v1/reports/drift/?a_run={run_a.pk}&b_run={run_b.pk}&a_source=judge:0").status_code == 400
     # The reference study is picked when not given: the one with consensus on these conversations.

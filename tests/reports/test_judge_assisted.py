@@ -247,3 +247,52 @@ def test_researcher_member_reads_it(judged):
     reader = make_user("rhea", Role.RESEARCHER)
     study_add_member(study=study, user=reader, role="researcher", actor=None)
     assert client_for(reader).get(f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").status_code == 200
+
+
+def test_question_flows_get_the_vera_mh_score_overall_and_per_dimension(db, coordinator, clinician):
+    from pathlib import Path
+
+    from annotation.consensus.services import study_compute_consensus
+    from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
+    from annotation.studies.services import study_create
+    from corpus.instruments.services import instrument_import
+    from stats.ppi import ppi_vera_mh_score
+
+    rubric = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
+    instrument, _ = instrument_import(text=rubric.read_text(encoding="utf-8"), file=rubric.name, fmt="vera-mh")
+    dimensions = list(dict.fromkeys(instrument.items.order_by("position").values_list("domain", flat=True)))
+    assert len(dimensions) >= 2
+    labels = ["Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm", "Not Relevant"]
+    conversations = corpus(repetitions=5)  # 20
+    rng = random.Random(9)
+    truth = {c.pk: {d: rng.choice(labels) for d in dimensions} for c in conversations}
+    judged = {c.pk: {d: (rng.choice(labels) if rng.random() < 0.2 else truth[c.pk][d]) for d in dimensions} for c in conversations}
+    run = judged_run(instrument, judges_for(instrument, ["flow-a", "flow-b"]), conversations, lambda j, c: judged[c.pk])
+    rated = [c for i, c in enumerate(conversations) if i % 2 == 0]
+    study = study_create(name="Flow validation", instrument=instrument, section=None, conversation_ids=[c.pk for c in rated],
+                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")])
+    for c in rated:
+        assignment = Assignment.objects.create(study=study, conversation=c, rater=clinician, status=AssignmentStatus.SUBMITTED)
+        Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, derived={"labels": truth[c.pk]})
+    study_compute_consensus(study=study, actor=coordinator)
+    data = judge_assisted_scorecard(study=study, run=run)
+    assert data["kind"] == "vera-mh"
+    assert {r["score"] for r in data["rows"]} == {"vera_mh_score", *[f"dimension:{d}" for d in dimensions]}
+    bot = conversations[0].target.code
+    mine = [c for c in conversations if c.target.code == bot]
+    lab = [c for c in mine if c in rated]
+    unl = [c for c in mine if c not in rated]
+    ensemble = {c.pk: _ensemble(run, c.pk) for c in mine}
+    expected = ppi_vera_mh_score([list(truth[c.pk].values()) for c in lab], [list(ensemble[c.pk].values()) for c in lab],
+                                 [list(ensemble[c.pk].values()) for c in unl])
+    row = next(r for r in data["rows"] if r["score"] == "vera_mh_score" and r["chatbot"] == chatbot_of(mine[0]))
+    assert row["scale"] == "points" and row["ppi"]["estimate"] == pytest.approx(expected.ppi.estimate)
+    dim = dimensions[0]
+    one = ppi_vera_mh_score([truth[c.pk][dim] for c in lab], [ensemble[c.pk][dim] for c in lab], [ensemble[c.pk][dim] for c in unl])
+    row = next(r for r in data["rows"] if r["score"] == f"dimension:{dim}" and r["chatbot"] == chatbot_of(mine[0]))
+    assert row["ppi"]["estimate"] == pytest.approx(one.ppi.estimate) if one.ppi.estimate is not None else row["ppi"]["estimate"] is None
+    # A plan for a flow run plans the VERA-MH overall score.
+    from annotation.studies.sampling import PlanOptions, plan_preview
+
+    preview = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=1))
+    assert "VERA-MH" in preview.what and preview.pooled.ppi_width > 0
