@@ -55,24 +55,34 @@ class Sitting:
         return int((timezone.now() - self.started_at).total_seconds() // 60)
 
 
+def sitting_of(
+    times: Sequence[datetime], *, limit: int, gap_minutes: int, now: datetime | None = None
+) -> Sitting:
+    """Return the current sitting from the rater's submission times in a study (no query).
+
+    Counts back from now while the gaps stay under ``gap_minutes``.
+    """
+    gap = timedelta(minutes=max(1, gap_minutes))
+    previous = now or timezone.now()
+    count, started = 0, None
+    for moment in sorted(times, reverse=True):
+        if previous - moment >= gap:
+            break
+        count, previous, started = count + 1, moment, moment
+    return Sitting(count, limit, gap_minutes, started)
+
+
 def current_sitting(assignment: Assignment, *, now: datetime | None = None) -> Sitting:
     """Return the rater's current sitting in the assignment's study (one query).
 
-    Counts the rater's submissions in this study, calibration included (it is reading too),
-    back from now while the gaps stay under the study's gap.
+    Counts the rater's submissions in this study, calibration included (it is reading too);
+    withdrawn work does not count. The rating page reads the same times with its queue.
     """
     study = assignment.study
-    gap = timedelta(minutes=max(1, study.sitting_gap_minutes))
-    now = now or timezone.now()
     times = list(
         Assignment.objects.filter(study_id=study.pk, rater_id=assignment.rater_id, submitted_at__isnull=False)
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .order_by("-submitted_at")
         .values_list("submitted_at", flat=True)[:500]
     )
-    count, previous, started = 0, now, None
-    for moment in times:  # newest first
-        if previous - moment >= gap:
-            break
-        count, previous, started = count + 1, moment, moment
-    return Sitting(count, study.sitting_limit, study.sitting_gap_minutes, started)
+    return sitting_of(times, limit=study.sitting_limit, gap_minutes=study.sitting_gap_minutes, now=now)

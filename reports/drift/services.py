@@ -20,10 +20,10 @@ from django.db.models import Count, Max
 from annotation.models import Study
 from corpus.models import Item
 from judging.models import EnsembleLabel, JudgeLabel, JudgeRun
-from judging.sources import LabelSource, RunLabels, run_label_details, run_labels
+from judging.sources import LabelSource, RunLabels, label_source_get, run_label_details, run_labels
+from reports import report_kinds
 from reports.judge_assisted.selectors import study_human_labels
 from reports.selectors import study_data_version
-from reports.services import cached
 from stats.agreement import cohen_kappa
 from stats.data import NA_CATEGORY, is_na_label
 from stats.drift import drift_report, label_flips
@@ -39,14 +39,35 @@ def _stamp(run: JudgeRun) -> str:
     return f"{run.pk}|{run.status}|{labels}|{ensemble}"
 
 
+KIND = "judge_drift"
+
+
 def judge_drift(
-    *, run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: LabelSource, study: Study | None
+    *, run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: LabelSource, study: Study | None,
+    wait: bool = True,
 ) -> dict[str, Any]:
     """Return the drift report of version B against version A (cached per data state)."""
+    params = {"run_a": run_a.pk, "source_a": source_a.key, "run_b": run_b.pk, "source_b": source_b.key,
+              "study": study.pk if study else 0}
+    return report_kinds.report_get(KIND, params, wait=wait)
+
+
+def _params(params: dict[str, Any]) -> tuple[JudgeRun, LabelSource, JudgeRun, LabelSource, Study | None]:
+    runs = JudgeRun.objects.select_related("instrument").in_bulk([params["run_a"], params["run_b"]])
+    run_a, run_b = runs[params["run_a"]], runs[params["run_b"]]
+    study = Study.objects.filter(pk=params["study"]).first() if params["study"] else None
+    return run_a, label_source_get(run_a, params["source_a"]), run_b, label_source_get(run_b, params["source_b"]), study
+
+
+def _data_version(params: dict[str, Any]) -> str:
+    run_a, _, run_b, _, study = _params(params)
     version = "|".join([_stamp(run_a), _stamp(run_b), study_data_version(study) if study else "-"])
-    key = f"drift:{run_a.pk}:{source_a.key}:{run_b.pk}:{source_b.key}:{study.pk if study else '-'}"
-    digest = hashlib.sha256(version.encode()).hexdigest()[:32]
-    return cached(key, digest, lambda: _compute(run_a, source_a, run_b, source_b, study))
+    return hashlib.sha256(version.encode()).hexdigest()[:32]
+
+
+def _compute_report(params: dict[str, Any], progress: report_kinds.Progress) -> dict[str, Any]:
+    progress(0.1, "reading both versions' labels")
+    return _compute(*_params(params))
 
 
 def _version(run: JudgeRun, source: LabelSource) -> dict[str, Any]:
@@ -248,3 +269,6 @@ def item_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
             h.get("n_units"), h.get("n_rows"), h.get("n_a_better"), h.get("n_b_better"),
         ])
     return out
+
+
+report_kinds.register(KIND, version=_data_version, compute=_compute_report)

@@ -24,8 +24,8 @@ from annotation.models import Study
 from corpus.models import InstrumentKind
 from judging.models import JudgeRun
 from judging.sources import LabelSource, label_source_get, run_labels
+from reports import report_kinds
 from reports.judge_assisted import selectors
-from reports.services import cached
 from stats.data import StatsInputError
 from stats.ppi import PPIEstimate, ppi_amhart_score, ppi_item_rate, ppi_vera_mh_score
 
@@ -39,14 +39,32 @@ METHOD_LABELS = {
 }
 
 
-def judge_assisted_scorecard(*, study: Study, run: JudgeRun, source_key: str | None = None) -> dict[str, Any]:
+KIND = "judge_assisted"
+
+
+def judge_assisted_scorecard(*, study: Study, run: JudgeRun, source_key: str | None = None, wait: bool = True) -> dict[str, Any]:
     """Return the judge-assisted scorecard of a study with a run's labels (cached per data state).
 
     Raises ``judging.errors.JudgingError`` for an unknown label source.
     """
     source = label_source_get(run, source_key)
-    key = f"judge-assisted:{study.pk}:{run.pk}:{source.key}"
-    return cached(key, selectors.data_version(study, run), lambda: _compute(study, run, source))
+    return report_kinds.report_get(KIND, {"study": study.pk, "run": run.pk, "source": source.key}, wait=wait)
+
+
+def _params(params: dict[str, Any]) -> tuple[Study, JudgeRun, LabelSource]:
+    study = Study.objects.select_related("instrument", "section").get(pk=params["study"])
+    run = JudgeRun.objects.select_related("instrument").get(pk=params["run"])
+    return study, run, label_source_get(run, params["source"])
+
+
+def _version(params: dict[str, Any]) -> str:
+    study, run, _ = _params(params)
+    return selectors.data_version(study, run)
+
+
+def _compute_report(params: dict[str, Any], progress: report_kinds.Progress) -> dict[str, Any]:
+    progress(0.1, "reading the judges' labels and the human consensus")
+    return _compute(*_params(params))
 
 
 def _weights(study: Study, run: JudgeRun, rated: list[int]) -> tuple[dict[int, float] | None, str]:
@@ -221,3 +239,6 @@ def csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
                 "; ".join(x for x in [est.get("note"), *row.get("notes", [])] if x),
             ])
     return out
+
+
+report_kinds.register(KIND, version=_version, compute=_compute_report)

@@ -28,9 +28,9 @@ from typing import Any
 
 from annotation.models import Study
 from annotation.rating.sittings import split_sittings
+from reports import report_kinds
 from reports.judge_assisted.selectors import study_human_labels
 from reports.raters import selectors
-from reports.services import cached
 from stats.agreement import cohen_kappa
 from stats.data import NA_CATEGORY, is_na_label
 from stats.fatigue import cluster_share_difference, position_thirds
@@ -42,11 +42,23 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260122
 
 
-def rater_drift(*, study: Study, order: str = "queue") -> dict[str, Any]:
+KIND = "rater_drift"
+
+
+def rater_drift(*, study: Study, order: str = "queue", wait: bool = True) -> dict[str, Any]:
     """Return the rater drift and load report of a study (cached per data state)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}")
-    return cached(f"raters:{study.pk}:{order}", selectors.data_version(study), lambda: _compute(study, order))
+    return report_kinds.report_get(KIND, {"study": study.pk, "order": order}, wait=wait)
+
+
+def _study(params: dict[str, Any]) -> Study:
+    return Study.objects.select_related("instrument", "section").get(pk=params["study"])
+
+
+def _compute_report(params: dict[str, Any], progress: report_kinds.Progress) -> dict[str, Any]:
+    progress(0.1, "reading every rater's queue")
+    return _compute(_study(params), params["order"])
 
 
 @lru_cache(maxsize=4096)
@@ -229,3 +241,6 @@ def csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
             rows.append([name, c["third"], c["n_assigned"], c["n_submitted"], c["n_labels"], c["n_no_consensus"], c["agreement"],
                          c["kappa"], c["n_peer_pairs"], c["agreement_with_others"], c["median_seconds"], c["mean_seconds"], c["n_timed"]])
     return rows
+
+
+report_kinds.register(KIND, version=lambda params: selectors.data_version(_study(params)), compute=_compute_report)
