@@ -1,7 +1,9 @@
-"""REST endpoints for sampling plans: preview a plan, create a study with one, read a study's plan.
+"""REST endpoints for sampling plans and rater load: preview a plan, create a study with one,
+read a study's plan, read or set the study's break prompt (conversations per sitting).
 
 Same rules as the pages: coordinators and admins preview and create (anyone else 403); a
-study's plan is read by those who may read the study (others 404).
+study's plan and its break prompt are read by those who may read the study and changed by those
+who manage it (others 404).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from annotation.errors import AnnotationError
 from annotation.models import SamplingMethod, SamplingPlan
 from annotation.studies import selectors as reads
 from annotation.studies.api import IsStudyStaff
+from annotation.studies.load import study_set_sitting_limit
 from annotation.studies.sampling import plan_inclusion_rows, plan_preview, study_create_from_plan
 from annotation.studies.sampling_forms import PlanForm
 from annotation.studies.serializers import StudyCreateSerializer, StudySerializer
@@ -150,8 +153,40 @@ class StudySamplingPlanView(APIView):
         return Response({**_plan_payload(plan), "conversations": [dict(zip(header, row, strict=True)) for row in rows]})
 
 
+class SittingLimitSerializer(serializers.Serializer):
+    sitting_limit = serializers.IntegerField(min_value=0, max_value=500, help_text="conversations per sitting before a break is suggested (0: never)")
+    sitting_gap_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, help_text="a pause this long starts a new sitting")
+
+
+class StudySittingLimitView(APIView):
+    permission_classes = [IsStudyStaff]
+
+    @property
+    def action(self) -> str:  # read for GET (researchers may read), a change otherwise
+        return "retrieve" if self.request.method == "GET" else "update"
+
+    @extend_schema(responses=SittingLimitSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        """The study's break prompt: conversations per sitting and the pause that starts a new sitting."""
+        study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+        return Response({"sitting_limit": study.sitting_limit, "sitting_gap_minutes": study.sitting_gap_minutes})
+
+    @extend_schema(request=SittingLimitSerializer, responses=SittingLimitSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        """Set the break prompt (recorded in the audit trail)."""
+        study = reads.study_get_for_coordinator(request.user, pk=pk)
+        data = SittingLimitSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = study_set_sitting_limit(
+            study=study, limit=data.validated_data["sitting_limit"], gap_minutes=data.validated_data["sitting_gap_minutes"],
+            actor=request.user,
+        )
+        return Response({"sitting_limit": study.sitting_limit, "sitting_gap_minutes": study.sitting_gap_minutes})
+
+
 urlpatterns = [
     path("sampling-plans/preview/", PlanPreviewView.as_view(), name="sampling-plan-preview"),
     path("sampling-plans/", PlannedStudyCreateView.as_view(), name="sampling-plan-create"),
     path("studies/<int:pk>/sampling-plan/", StudySamplingPlanView.as_view(), name="study-sampling-plan"),
+    path("studies/<int:pk>/sitting-limit/", StudySittingLimitView.as_view(), name="study-sitting-limit"),
 ]

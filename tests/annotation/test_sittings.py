@@ -123,3 +123,18 @@ def test_withdrawn_work_does_not_count(queue, clinician):
     _done(study, conversations, clinician, [9, 6, 3])
     Assignment.objects.filter(study=study, conversation=conversations[0]).update(status=AssignmentStatus.WITHDRAWN)
     assert current_sitting(_open(study, conversations[5], clinician)).n_submitted == 2
+
+
+def test_api_reads_and_sets_the_break_prompt(queue, coordinator, clinician, outsider, researcher):
+    study, _ = queue
+    client = client_for(coordinator)
+    url = f"/api/v1/studies/{study.pk}/sitting-limit/"
+    assert client.get(url).json() == {"sitting_limit": 3, "sitting_gap_minutes": 30}
+    changed = client.post(url, {"sitting_limit": 12, "sitting_gap_minutes": 20}, content_type="application/json")
+    assert changed.status_code == 200 and changed.json()["sitting_limit"] == 12
+    assert StudyEvent.objects.filter(study=study, action="sitting_limit_set").exists()
+    assert client.post(url, {"sitting_limit": -2, "sitting_gap_minutes": 20}, content_type="application/json").status_code == 400
+    for user in (clinician, outsider):
+        assert client_for(user).get(url).status_code == 403
+    assert client_for(researcher).get(url).status_code == 404  # not a member of this study
+    assert client_for(researcher).post(url, {"sitting_limit": 1, "sitting_gap_minutes": 5}, content_type="application/json").status_code == 403
