@@ -15,6 +15,7 @@ from judging.errors import JudgingError
 from judging.sources import run_label_sources
 from reports import selectors as report_reads
 from reports.judge_assisted import selectors, services
+from reports.templatetags.score_format import BOUNDS
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
 PLOT_ORDER = ("judge_only", "human_only", "ppi", "ppi_tuned")
@@ -51,10 +52,11 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
             est = row.get(method)
             if not est or est.get("estimate") is None or est.get("low") is None:
                 continue
+            lowest, highest = BOUNDS[row["scale"]]  # the plot, like the table, stops at the score's bounds
             xs.append(est["estimate"])
             ys.append(i + (n - 1.5) * 0.18)
-            minus.append(est["estimate"] - est["low"])
-            plus.append(est["high"] - est["estimate"])
+            minus.append(est["estimate"] - max(lowest, est["low"]))
+            plus.append(min(highest, est["high"]) - est["estimate"])
             text.append(f"{data['methods'][method]}: {est['estimate']:.3f} [{est['low']:.3f}, {est['high']:.3f}]")
         traces.append({
             "type": "scatter", "mode": "markers", "name": data["methods"][method], "x": xs, "y": ys,

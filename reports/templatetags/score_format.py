@@ -26,12 +26,21 @@ def score(value: Any, scale: str = "share") -> str:
     return f"{100 * number:.1f}%" if scale == "share" else f"{number:.1f}"
 
 
+BOUNDS = {"share": (0.0, 1.0), "points": (0.0, 100.0)}
+
+
 @register.filter
 def interval(estimate: Any, scale: str = "share") -> str:
-    """Return "[low, high]" of an estimate mapping, or an em dash when undefined."""
+    """Return "[low, high]" of an estimate mapping, cut at the score's bounds (0-100% or 0-100 points).
+
+    A normal interval on few ratings can pass a bound; the API and CSV keep the raw figures.
+    """
     if not isinstance(estimate, dict) or _float(estimate.get("low")) is None:
         return "—"
-    return f"[{score(estimate['low'], scale)}, {score(estimate['high'], scale)}]"
+    lowest, highest = BOUNDS.get(scale, (float("-inf"), float("inf")))
+    low = max(lowest, float(estimate["low"]))
+    high = min(highest, float(estimate["high"]))
+    return f"[{score(low, scale)}, {score(high, scale)}]"
 
 
 @register.filter

@@ -296,3 +296,21 @@ def test_question_flows_get_the_vera_mh_score_overall_and_per_dimension(db, coor
 
     preview = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=1))
     assert "VERA-MH" in preview.what and preview.pooled.ppi_width > 0
+
+
+def test_intervals_are_shown_within_the_scores_bounds_but_kept_raw_in_the_data():
+    from reports.judge_assisted.views import plot_data
+    from reports.templatetags.score_format import interval, score
+
+    assert interval({"low": -0.08, "high": 0.38}, "share") == "[0.0%, 38.0%]"
+    assert interval({"low": 0.647, "high": 1.073}, "share") == "[64.7%, 100.0%]"
+    assert interval({"low": 92.0, "high": 104.5}, "points") == "[92.0, 100.0]"
+    assert interval(None, "share") == "—" and score(None) == "—"
+    est = {"estimate": 0.15, "low": -0.08, "high": 0.38}
+    data = {"methods": {"judge_only": "J", "human_only": "H", "ppi": "P", "ppi_tuned": "T"},
+            "rows": [{"score": "s", "chatbot": "bot", "scale": "share", "ppi": est, "human_only": est,
+                      "judge_only": None, "ppi_tuned": None}]}
+    traces = plot_data(data, "s")["traces"]
+    ppi = traces[2]
+    assert ppi["error_x"]["arrayminus"] == [pytest.approx(0.15)] and ppi["error_x"]["array"] == [pytest.approx(0.23)]
+    assert traces[0]["x"] == []  # no judges-only estimate: nothing drawn, nothing invented
