@@ -36,7 +36,7 @@ from annotation.models import ConsensusLabel, SamplingMethod, SamplingPlan, Stud
 from annotation.studies.services import study_create, study_event
 from judging.errors import JudgingError
 from judging.models import JudgeMode, JudgeRun
-from judging.sources import LabelSource, label_source_get, run_label_splits, run_labels
+from judging.sources import LabelSource, RunLabels, label_source_get, run_label_splits, run_labels
 from stats.data import StatsInputError, is_na_label
 from stats.planning import planning_values
 from stats.sampling import (
@@ -85,6 +85,8 @@ class Population:
     instrument: str  # "amhart" (checklists) or "vera_mh" (question flows)
     units: list[PlanUnit]
     threshold: int = 1
+    labels: RunLabels | None = None  # the source's labels the units were built from
+    splits: dict[tuple[int, str], bool] = field(default_factory=dict)
 
     @property
     def n_flagged(self) -> int:
@@ -120,7 +122,8 @@ def plan_population(run: JudgeRun, source: LabelSource, threshold: int = 1) -> P
                 labels=tuple(mine[k] for k in keys), split=split,
             )
         )
-    return Population(run, source, "vera_mh" if run.mode == JudgeMode.FLOW else "amhart", units, max(1, threshold))
+    kind = "vera_mh" if run.mode == JudgeMode.FLOW else "amhart"
+    return Population(run, source, kind, units, max(1, threshold), labels, splits)
 
 
 @dataclass(frozen=True)
@@ -279,17 +282,17 @@ def _same(a: str, b: str) -> bool:
     return a.strip().casefold() == b.strip().casefold()
 
 
-def previous_disagreement(run: JudgeRun, source: LabelSource, studies: Iterable[Study]) -> PreviousDisagreement:
+def previous_disagreement(population: Population, studies: Iterable[Study]) -> PreviousDisagreement:
     """Return the judge-human disagreement rates on consensus labels of ``studies`` (readable ones).
 
     Only main-instrument labels with both a judge label and a resolved consensus count; split
     and unanimous labels are counted apart (a single judge has no splits).
     """
-    labels = run_labels(run, source)
-    splits = run_label_splits(run)
+    labels = population.labels or run_labels(population.run, population.source)
+    splits = population.splits
     study_ids = [s.pk for s in studies]
     rows = (
-        ConsensusLabel.objects.filter(study_id__in=study_ids, conversation_id__in=list(labels.conversations))
+        ConsensusLabel.objects.filter(study_id__in=study_ids, conversation_id__in=population.run.results.values("conversation_id"))
         .exclude(label="")
         .exclude(item_key__startswith="section:")
         .values_list("study__name", "conversation_id", "item_key", "label")
@@ -400,7 +403,8 @@ def study_create_from_plan(
         selection=record, **study_fields,
     )
     strata = unit_strata(plan, preview.population)
-    links = list(StudyConversation.objects.filter(study=study, is_calibration=False, conversation_id__in=plan.selected))
+    selected = set(plan.selected)
+    links = [link for link in StudyConversation.objects.filter(study=study, is_calibration=False) if link.conversation_id in selected]
     for link in links:
         link.inclusion_prob = plan.inclusion_prob[link.conversation_id]
         link.stratum = strata[link.conversation_id][:300]

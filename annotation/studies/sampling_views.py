@@ -36,8 +36,7 @@ from annotation.studies.sampling_forms import (
     run_choices_queryset,
 )
 from core.csvstream import stream_csv
-from judging.errors import JudgingError
-from judging.sources import label_source_get, run_conversations, run_label_sources
+from judging.sources import run_conversations, run_label_sources
 
 
 def _preview_context(user: Any, form: PlanForm) -> dict[str, Any]:
@@ -53,11 +52,7 @@ def _preview_context(user: Any, form: PlanForm) -> dict[str, Any]:
         context["plan_error"] = str(exc)
         return context
     context["preview"] = preview
-    try:
-        source = label_source_get(run, form.cleaned_data.get("source") or None)
-    except JudgingError:
-        return context
-    earlier = previous_disagreement(run, source, reads.study_list_for_user(user))
+    earlier = previous_disagreement(preview.population, reads.study_list_for_user(user))
     if earlier.n_agree + earlier.n_split >= MIN_PREVIOUS_LABELS:
         context["earlier"] = earlier
     return context

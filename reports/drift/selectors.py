@@ -55,9 +55,7 @@ def reference_study(user: Any, study_id: str | None, a: JudgeRun, b: JudgeRun) -
         return study_get_for_reports(user, pk=pk)
     if study_id == "none":
         return None
-    ids = sorted(
-        set(a.results.values_list("conversation_id", flat=True)) & set(b.results.values_list("conversation_id", flat=True))
-    )
+    ids = a.results.filter(conversation_id__in=b.results.values("conversation_id")).values("conversation_id")
     # A subquery, not a join: the study list already joins memberships and conversations.
     counted = (
         ConsensusLabel.objects.filter(study=OuterRef("pk"), conversation_id__in=ids)

@@ -42,7 +42,7 @@ def judge_run_for_study(study: Study, run_id: int | None) -> JudgeRun | None:
 
 def study_human_labels(study: Study) -> dict[int, dict[str, str | None]]:
     """Return the consensus per rated conversation: item -> label (None: unresolved)."""
-    main = set(study.study_conversations.filter(is_calibration=False).values_list("conversation_id", flat=True))
+    main = study.study_conversations.filter(is_calibration=False).values("conversation_id")
     out: dict[int, dict[str, str | None]] = {}
     rows = (
         ConsensusLabel.objects.filter(study=study, conversation_id__in=main)

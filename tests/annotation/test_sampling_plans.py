@@ -163,7 +163,7 @@ def test_earlier_human_consensus_suggests_the_planning_values(run, coordinator, 
 
     conversations = list(Conversation.objects.filter(judge_results__run=run).distinct().order_by("pk")[:16])
     rated_study(coordinator, [clinician], conversations, run.truth)
-    earlier = previous_disagreement(run, label_source_get(run, None), Study.objects.all())
+    earlier = previous_disagreement(plan_population(run, label_source_get(run, None)), Study.objects.all())
     assert earlier.n_agree + earlier.n_split == 16 * 14
     assert earlier.d_agree == 0  # the ensemble equals the truth here
     assert earlier.studies == ("Validation",)
