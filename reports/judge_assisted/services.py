@@ -82,15 +82,21 @@ def _weights(study: Study, run: JudgeRun, rated: list[int]) -> tuple[dict[int, f
             f"{len(missing)} rated conversation(s) have no recorded inclusion probability: equal weights are used, "
             "as if the sample were simple random."
         )
+    waiting = len(plan.inclusion_prob) - len(rated)
+    pending = (
+        f" {waiting} of the plan's {len(plan.inclusion_prob)} conversations have no consensus yet: the estimate "
+        "assumes they would not differ from the rated ones (it firms up as they are rated)."
+        if waiting > 0 else ""
+    )
     if plan.plan.judge_run_id == run.pk:
         return plan.inclusion_prob, (
             f"Weighted by the study's sampling plan ({plan.plan.get_method_display().lower()} from this run): "
-            "each rated conversation counts 1/π times."
+            "each rated conversation counts 1/π times." + pending
         )
     if selectors.same_population(plan.plan.judge_run, run):
         return plan.inclusion_prob, (
             f"Weighted by the study's sampling plan, drawn from run {plan.plan.judge_run_id}, which judged the "
-            "same conversations as this run: each rated conversation counts 1/π times."
+            "same conversations as this run: each rated conversation counts 1/π times." + pending
         )
     return None, (
         f"The study's sampling plan was drawn from run {plan.plan.judge_run_id}, which judged other conversations "

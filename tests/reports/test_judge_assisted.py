@@ -314,3 +314,18 @@ def test_intervals_are_shown_within_the_scores_bounds_but_kept_raw_in_the_data()
     ppi = traces[2]
     assert ppi["error_x"]["arrayminus"] == [pytest.approx(0.15)] and ppi["error_x"]["array"] == [pytest.approx(0.23)]
     assert traces[0]["x"] == []  # no judges-only estimate: nothing drawn, nothing invented
+
+
+def test_a_plan_half_rated_says_how_many_conversations_wait_for_a_consensus(db, coordinator, clinician):
+    instrument = amhart()
+    conversations = corpus(repetitions=6)
+    truth = amhart_truth(conversations, seed=5)
+    run = judged_run(instrument, judges_for(instrument, ["h1", "h2"]), conversations, lambda j, c: truth[c.pk])
+    study = study_create_from_plan(
+        run=run, source_key=None, options=PlanOptions(method="stratified", n=12, seed=2), created_by=coordinator,
+        name="Half", rater_title="", description="", section=None, coordinators=[coordinator], raters=[(clinician, "clinician")],
+    )
+    picked = [link.conversation for link in study.study_conversations.order_by("conversation_id")]
+    rate_all(study, coordinator, [clinician], picked[:8], truth)
+    data = judge_assisted_scorecard(study=study, run=run)
+    assert data["weighted"] is True and "4 of the plan's 12 conversations have no consensus yet" in data["notes"][0]
