@@ -58,7 +58,8 @@ def build(n_conversations: int):  # type: ignore[no-untyped-def]
 
     from annotation.consensus.services import study_compute_consensus
     from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
-    from annotation.studies.sampling import PlanOptions, study_create_from_plan
+    from annotation.studies.sampling import PlanOptions
+    from annotation.studies.sampling_services import study_create_from_plan
     from core.roles import Role
     from corpus.instruments.services import builtin_instruments_load
     from corpus.models import Conversation, Persona, PersonaSet, Target

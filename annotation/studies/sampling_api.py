@@ -24,8 +24,9 @@ from annotation.models import SamplingMethod, SamplingPlan
 from annotation.studies import selectors as reads
 from annotation.studies.api import IsStudyStaff
 from annotation.studies.load import study_set_sitting_limit
-from annotation.studies.sampling import plan_inclusion_rows, plan_preview, study_create_from_plan
+from annotation.studies.sampling import plan_preview
 from annotation.studies.sampling_forms import PlanForm
+from annotation.studies.sampling_services import plan_inclusion_rows, study_create_from_plan
 from annotation.studies.serializers import StudyCreateSerializer, StudySerializer
 from judging.errors import JudgingError
 from judging.sources import label_source_get

@@ -24,10 +24,8 @@ from annotation.studies.load import MAX_GAP_MINUTES, MAX_SITTING_LIMIT, study_se
 from annotation.studies.sampling import (
     MIN_PREVIOUS_LABELS,
     PlanPreview,
-    plan_inclusion_rows,
     plan_preview,
     previous_disagreement,
-    study_create_from_plan,
 )
 from annotation.studies.sampling_forms import (
     METHOD_HELP,
@@ -35,6 +33,7 @@ from annotation.studies.sampling_forms import (
     PlannedStudyForm,
     run_choices_queryset,
 )
+from annotation.studies.sampling_services import plan_inclusion_rows, study_create_from_plan
 from core.csvstream import stream_csv
 from judging.sources import run_conversations, run_label_sources
 

@@ -15,8 +15,8 @@ from annotation.studies.sampling import (
     plan_population,
     plan_preview,
     previous_disagreement,
-    study_create_from_plan,
 )
+from annotation.studies.sampling_services import study_create_from_plan
 from judging.sources import label_source_get
 from tests.conftest import client_for
 from tests.support.judged import (

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from annotation.studies.sampling import PlanOptions, study_create_from_plan
+from annotation.studies.sampling import PlanOptions
+from annotation.studies.sampling_services import study_create_from_plan
 from judging.models import EnsembleLabel
 from reports.judge_assisted.services import judge_assisted_scorecard
 from stats import amhart_score
