@@ -2,8 +2,8 @@
 
 The study is access-checked by ``reports.selectors.study_get_for_reports``. Raters are named as
 the other reports name them (the account's username); an assignment without a user account
-(ratings made outside the app, if a study holds such) is named by its rater label or its id,
-so the report never assumes every rater has an account. Two queries whatever the study size.
+(an external rater whose ratings were imported) is named by its label, so the report never
+assumes every rater has an account. Two queries whatever the study size.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from reports.selectors import study_data_version
 
 
 def rater_name(assignment: Assignment) -> str:
+    """Return how reports name the rater of an assignment: the username, or an external rater's label."""
+    if hasattr(Assignment, "rater_name"):  # studies with external raters name them on the model
+        return str(assignment.rater_name)  # type: ignore[attr-defined]
     rater = getattr(assignment, "rater", None)
     if rater is not None:
         return rater.get_username()
-    label = getattr(assignment, "rater_label", "") or getattr(assignment, "external_rater", "")
-    return str(label) if label else f"rater of assignment {assignment.pk}"
+    external = getattr(assignment, "external_rater", None)
+    return str(getattr(external, "label", external)) if external is not None else f"rater of assignment {assignment.pk}"
 
 
 @dataclass
