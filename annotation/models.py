@@ -54,6 +54,14 @@ class Study(models.Model):
         "corpus.Conversation", through="StudyConversation", related_name="studies"
     )
     is_demo = models.BooleanField(default=False)
+    # Rater load: after this many conversations in one sitting the rating page suggests a break
+    # (0: never). A pause of ``sitting_gap_minutes`` between two submissions starts a new sitting.
+    sitting_limit = models.PositiveSmallIntegerField(
+        default=10, help_text="Conversations per sitting before the rating page suggests a break (0: never)"
+    )
+    sitting_gap_minutes = models.PositiveSmallIntegerField(
+        default=30, help_text="A pause this long between two submissions starts a new sitting"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -62,6 +70,9 @@ class Study(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(sitting_gap_minutes__gte=1), name="study_sitting_gap_positive"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -75,13 +86,22 @@ class StudyConversation(models.Model):
     is_calibration = models.BooleanField(default=False)
     # Reference answers for calibration feedback: {item_key: {"label": ..., "explanation": ...}}
     calibration_reference = models.JSONField(default=dict, blank=True)
+    # Studies built with a sampling plan: the chance this conversation had of being picked
+    # (the judge-assisted estimators weight it by 1/π) and its stratum. None: no plan.
+    inclusion_prob = models.FloatField(null=True, blank=True)
+    stratum = models.CharField(max_length=300, blank=True)
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["study", "conversation"], name="study_conversation_unique"
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(inclusion_prob__isnull=True)
+                | models.Q(inclusion_prob__gt=0, inclusion_prob__lte=1),
+                name="study_conversation_inclusion_prob_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -328,3 +348,37 @@ class ConsensusLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}/{self.item_key}: {self.label or self.provenance}"
+
+
+class SamplingMethod(models.TextChoices):
+    SIMPLE_RANDOM = "simple_random", "Simple random sample"
+    STRATIFIED = "stratified", "Stratified by chatbot and persona"
+    OVERSAMPLE = "oversample", "Judge disagreement oversampled"
+
+
+class SamplingPlan(models.Model):
+    """How a validation study's conversations were drawn from a judge run's conversations.
+
+    Every judged conversation of the run had a known chance π of being picked; the picked ones
+    carry theirs on ``StudyConversation.inclusion_prob`` and the strata with their sizes are
+    kept here, so a judge-assisted score can weight each rated conversation by 1/π.
+    """
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="sampling_plan")
+    judge_run = models.ForeignKey("judging.JudgeRun", on_delete=models.PROTECT, related_name="sampling_plans")
+    # "ensemble" or "judge:<id>": whose labels flagged the disagreements and gave the planning values.
+    source = models.CharField(max_length=40, default="ensemble")
+    method = models.CharField(max_length=20, choices=SamplingMethod.choices)
+    allocation = models.CharField(max_length=20, blank=True)
+    boost = models.FloatField(null=True, blank=True)
+    seed = models.BigIntegerField()
+    n = models.PositiveIntegerField()
+    population = models.PositiveIntegerField()
+    # [{"key", "population", "sample_size", "inclusion_prob", "flagged"?}]
+    strata = models.JSONField(default=list, blank=True)
+    # The planning values and the expected interval widths shown before the study was created.
+    planning = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.get_method_display()} of {self.n}/{self.population} from run {self.judge_run_id}"

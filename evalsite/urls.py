@@ -36,6 +36,10 @@ api_v1 = [
     path("reports/studies/<int:pk>/judges/", reports_api.StudyJudgesView.as_view(), name="report-judges"),
     path("reports/studies/<int:pk>/scorecard/", reports_api.StudyScorecardView.as_view(), name="report-scorecard"),
     path("reports/runs/<int:pk>/scorecard/", reports_api.RunScorecardView.as_view(), name="report-run-scorecard"),
+    path("reports/", include("reports.judge_assisted.api")),
+    path("reports/", include("reports.drift.api")),
+    path("reports/", include("reports.raters.api")),
+    path("", include("annotation.studies.sampling_api")),
 ]
 
 urlpatterns = [

@@ -18,6 +18,7 @@ from judging.forms import JudgeForm, JudgeRunForm, PromptForm
 from judging.judges import judge_clone_initial
 from judging.launch import judges_preflight
 from judging.models import JudgeMode, JudgeRun
+from judging.sources import judge_previous_version_runs
 from simulation.preflight import PreflightReport
 from simulation.preflight import enabled as preflight_enabled
 
@@ -84,7 +85,8 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     judge = selectors.judge_get(request.user, pk=pk)
     return render(
         request, "judging/judge_detail.html",
-        {"judge": judge, "can_manage": selectors.can_manage_judging(request.user)},
+        {"judge": judge, "can_manage": selectors.can_manage_judging(request.user),
+         "versions": judge_previous_version_runs(judge)},
     )
 
 

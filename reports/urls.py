@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from reports import views
 
@@ -18,4 +18,8 @@ urlpatterns = [
     path("jobs/<int:job>/", views.report_job, name="job"),
     path("runs/<int:pk>/scorecard/", views.run_scorecard, name="run-scorecard"),
     path("runs/<int:pk>/scorecard/<slug:table>.csv", views.run_scorecard_csv, name="run-scorecard-csv"),
+    # Beyond the published methods (issue 15): judge-assisted scores, judge drift, rater drift and load.
+    path("", include("reports.judge_assisted.urls")),
+    path("", include("reports.drift.urls")),
+    path("", include("reports.raters.urls")),
 ]

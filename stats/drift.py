@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -235,11 +236,19 @@ def _label_map(labels: Mapping[Key, Any] | Iterable[tuple[Any, ...]], name: str)
 
 
 def _norm(label: Any) -> Any:
-    if is_missing(label):
+    if label is None:
         return None
     if isinstance(label, str):
-        return NA_CATEGORY if is_na_label(label) else label.strip().casefold()
+        return _norm_text(label) if label.strip() else None
+    if is_missing(label):
+        return None
     return label
+
+
+@lru_cache(maxsize=4096)
+def _norm_text(label: str) -> str:
+    # Runs once per distinct spelling: a drift report compares hundreds of thousands of labels.
+    return NA_CATEGORY if is_na_label(label) else label.strip().casefold()
 
 
 def _item_drift(

@@ -389,15 +389,17 @@ class QueuePosition:
     total: int
     next_id: int | None  # the next unfinished assignment after this one (wrapping around)
     locked: bool  # main assignment while calibration is pending
+    submitted_times: tuple[datetime, ...] = ()  # when the rater submitted in this study (sittings)
 
 
 def _queue_position(assignment: Assignment) -> QueuePosition:
-    order = list(
+    rows = list(
         Assignment.objects.filter(study_id=assignment.study_id, rater_id=assignment.rater_id)
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .order_by("-is_calibration", "position", "id")
-        .values_list("id", "status", "is_calibration")
+        .values_list("id", "status", "is_calibration", "submitted_at")
     )
+    order = [row[:3] for row in rows]
     ids = [row[0] for row in order]
     here = ids.index(assignment.pk) if assignment.pk in ids else 0
     pending = assignment.study.calibration_required and any(
@@ -407,7 +409,8 @@ def _queue_position(assignment: Assignment) -> QueuePosition:
     next_id = next(
         (pk for pk, status, cal in rotated if status != AssignmentStatus.SUBMITTED and (cal or not pending)), None
     )
-    return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration)
+    times = tuple(row[3] for row in rows if row[3] is not None)
+    return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration, times)
 
 
 def rating_page(assignment: Assignment) -> RatingPage:

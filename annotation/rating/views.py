@@ -19,6 +19,7 @@ from annotation.errors import AnnotationError
 from annotation.models import Assignment, AssignmentStatus
 from annotation.rating import selectors as rater_selectors
 from annotation.rating import services
+from annotation.rating.sittings import sitting_of
 from core.permissions import roles_required
 from core.roles import Role
 
@@ -48,6 +49,9 @@ def _render_rating(
     context: dict[str, Any] = {
         "page": page,
         "shortcuts": SHORTCUTS,
+        "sitting": sitting_of(
+            page.queue.submitted_times, limit=assignment.study.sitting_limit, gap_minutes=assignment.study.sitting_gap_minutes
+        ),
         "config": {
             "assignment": assignment.pk,
             "answersUrl": reverse("v1:my-assignment-answers", args=[assignment.pk]),

@@ -202,8 +202,8 @@ class StudyCreateForm(SelectionForm):
     composition = forms.CharField(required=False, help_text="Optional: raters of each label per conversation, e.g. clinician=2, expert=1")
     tie_policy = forms.ChoiceField(choices=TiePolicy.choices, initial=TiePolicy.ADJUDICATION)
     min_ratings_for_consensus = forms.IntegerField(
-        min_value=1, max_value=20, initial=2, required=False, label="Ratings needed for a consensus",
-        help_text="An item with fewer ratings has no consensus (too few ratings); 2 means one rating never counts as agreement",
+        min_value=1, max_value=20, required=False, label="Ratings needed for a consensus",
+        help_text="An item with fewer ratings has no consensus (too few ratings). Blank: 2, or 1 when each conversation has one rater",
     )
     senior_rater = forms.ChoiceField(required=False, help_text="Breaks ties under the senior-rater policy")
     calibration = forms.CharField(

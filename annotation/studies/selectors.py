@@ -303,6 +303,8 @@ ACTIONS = {
     "consensus_computed": "Consensus computed",
     "adjudicated": "Adjudicated",
     "ratings_imported": "Ratings imported",
+    "sampling_plan": "Sampling plan drawn",
+    "sitting_limit_set": "Break prompt changed",
 }
 
 
@@ -340,6 +342,8 @@ def _summary(details: dict[str, Any], users: dict[int, str], codes: dict[int, st
             parts.append(f"{key.replace('n_', '').replace('_', ' ')}: {details[key]}")
     if details.get("counts"):
         parts.append(", ".join(f"{k}: {v}" for k, v in sorted(details["counts"].items())))
+    if details.get("summary"):
+        parts.append(str(details["summary"]))
     return "; ".join(parts)
 
 

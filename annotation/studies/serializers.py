@@ -90,7 +90,8 @@ class StudyCreateSerializer(serializers.Serializer):
     composition = serializers.DictField(child=serializers.IntegerField(min_value=0), required=False, default=dict)
     tie_policy = serializers.ChoiceField(choices=TiePolicy.choices, default=TiePolicy.ADJUDICATION)
     min_ratings_for_consensus = serializers.IntegerField(
-        min_value=1, max_value=20, default=2, help_text="an item with fewer ratings has no consensus"
+        min_value=1, max_value=20, default=None, allow_null=True,
+        help_text="an item with fewer ratings has no consensus; null: 2, or 1 when each conversation has one rater"
     )
     senior_rater = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="user id")
     calibration = CalibrationInputSerializer(many=True, required=False, default=list)

@@ -60,13 +60,17 @@ def study_create(
     selection: dict | None = None,
     calibration: dict[int, dict] | None = None,
     reliability_threshold: float = 0.5,
-    min_ratings_for_consensus: int = 2,
+    min_ratings_for_consensus: int | None = None,
 ) -> Study:
     """Create a study with its conversations, coordinators and raters (with a label each).
 
     ``calibration`` maps conversation ids (rated first by every rater) to reference answers
     ``{item_key: {"label": ..., "explanation": ...}}`` used for feedback.
+    ``min_ratings_for_consensus`` defaults to 2, or 1 when each conversation gets one rater (a
+    single clinician's label is then the reference): never more than a conversation gets.
     """
+    if min_ratings_for_consensus is None:
+        min_ratings_for_consensus = min(2, raters_per_conversation)
     if not name.strip():
         raise AnnotationError("a study needs a name")
     if instrument.kind == InstrumentKind.SECTION:
@@ -84,6 +88,11 @@ def study_create(
         raise AnnotationError("the senior rater must be one of the study's raters")
     if min_ratings_for_consensus < 1:
         raise AnnotationError("an item needs at least one rating before it has a consensus")
+    if min_ratings_for_consensus > raters_per_conversation:
+        raise AnnotationError(
+            f"a consensus needing {min_ratings_for_consensus} ratings is never reached with "
+            f"{raters_per_conversation} rater(s) per conversation"
+        )
     try:
         slots_needed(raters_per_conversation, composition)
     except AssignmentDesignError as exc:

@@ -79,7 +79,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
                 raters_per_conversation=data["raters_per_conversation"], composition=data["composition"] or None,
                 tie_policy=data["tie_policy"], senior_rater=data["senior"], selection=record,
                 calibration=data["calibration_map"] or None,
-                min_ratings_for_consensus=data.get("min_ratings_for_consensus") or 2,
+                min_ratings_for_consensus=data.get("min_ratings_for_consensus") or None,
             )
         except AnnotationError as exc:
             form.add_error(None, str(exc))

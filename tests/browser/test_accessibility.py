@@ -44,6 +44,10 @@ NOT_PAGES = {
     "corpus:conversation-content-warning": "POST action (a form on the conversation page)",
     "corpus:conversation-link-personas": "POST action (a button on the conversation list)",
     "reports:job": "JSON progress of a report being computed (polled by the report pages)",
+    "annotation:study-plan-preview": "htmx fragment of the planned-study form (checked within it)",
+    "annotation:study-plan-csv": "file download", "annotation:study-sitting-limit": "POST action",
+    "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
+    "reports:raters-csv": "file download",
 }
 
 
@@ -99,6 +103,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         ("annotation:study-assignment-reassign", "coordinator",
          reverse("annotation:study-assignment-reassign", args=[study.pk, adjudicable.pk])),
         ("annotation:study-import-ratings", "coordinator", reverse("annotation:study-import-ratings", args=[study.pk])),
+        ("annotation:study-create-from-run", "coordinator", reverse("annotation:study-create-from-run") + f"?run={run.pk}"),
         ("corpus:conversation-list", "researcher", reverse("corpus:conversation-list")),
         ("corpus:conversation-detail", "researcher", reverse("corpus:conversation-detail", args=[conversation.code])),
         ("corpus:persona-set-list", "researcher", reverse("corpus:persona-set-list")),
@@ -134,6 +139,9 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         ("reports:scorecard", "admin", reverse("reports:scorecard", args=[study.pk])),
         ("reports:judges", "admin", reverse("reports:judges", args=[study.pk])),
         ("reports:run-scorecard", "admin", reverse("reports:run-scorecard", args=[run.pk])),
+        ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
+        ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
+        ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

@@ -96,8 +96,16 @@ def _csv_route_names() -> set[str]:
     return names
 
 
-def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher):
+def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher, clinician):
+    from annotation.studies.sampling import PlanOptions
+    from annotation.studies.sampling_services import study_create_from_plan
+
     study, run = planted
+    planned = study_create_from_plan(
+        run=run, source_key=None, options=PlanOptions(method="simple_random", n=2, seed=1), created_by=coordinator,
+        name="Planned", rater_title="", description="", section=None, coordinators=[coordinator],
+        raters=[(clinician, "clinician")], raters_per_conversation=1,
+    )
     urls = {
         "corpus:conversation-export": ["/corpus/conversations/export.csv"],
         "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
@@ -111,6 +119,10 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher)
         "reports:judges-csv": [f"/reports/studies/{study.pk}/judges.csv?run={run.pk}"],
         "reports:run-scorecard-csv": [f"/reports/runs/{run.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
         "reports:study-export": [f"/reports/studies/{study.pk}/export.zip"],
+        "annotation:study-plan-csv": [f"/studies/{planned.pk}/sampling-plan.csv"],
+        "reports:judge-assisted-csv": [f"/reports/studies/{study.pk}/judge-assisted.csv?run={run.pk}"],
+        "reports:raters-csv": [f"/reports/studies/{study.pk}/raters.csv"],
+        "reports:drift-csv": [f"/reports/drift/{t}.csv?a_run={run.pk}&b_run={run.pk}&study={study.pk}" for t in ("items", "flips")],
     }
     # A new CSV route must be added above, so that it is checked too.
     assert _csv_route_names() <= {name.split(" ")[0] for name in urls}, _csv_route_names()

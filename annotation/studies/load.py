@@ -1,0 +1,38 @@
+"""Rater load: the study's soft limit on conversations per sitting (the break prompt)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from annotation.errors import AnnotationError
+from annotation.models import Study
+from annotation.studies.services import study_event
+
+MAX_SITTING_LIMIT = 500
+MAX_GAP_MINUTES = 24 * 60
+
+
+@transaction.atomic
+def study_set_sitting_limit(
+    *, study: Study, limit: int, gap_minutes: int, actor: AbstractBaseUser | None
+) -> Study:
+    """Set after how many conversations per sitting raters are offered a break (0: never).
+
+    ``gap_minutes``: a pause this long between two submissions starts a new sitting. The
+    change is recorded in the audit trail.
+    """
+    if not 0 <= limit <= MAX_SITTING_LIMIT:
+        raise AnnotationError(f"the limit must be between 0 (no prompt) and {MAX_SITTING_LIMIT} conversations")
+    if not 1 <= gap_minutes <= MAX_GAP_MINUTES:
+        raise AnnotationError(f"the pause that starts a new sitting must be between 1 and {MAX_GAP_MINUTES} minutes")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    before = {"limit": study.sitting_limit, "gap_minutes": study.sitting_gap_minutes}
+    study.sitting_limit, study.sitting_gap_minutes = limit, gap_minutes
+    study.save(update_fields=["sitting_limit", "sitting_gap_minutes"])
+    summary = (f"break suggested after {limit} conversations per sitting" if limit else "no break prompt") + (
+        f"; a {gap_minutes}-minute pause starts a new sitting"
+    )
+    study_event(study=study, actor=actor, action="sitting_limit_set", before=before,
+                after={"limit": limit, "gap_minutes": gap_minutes}, summary=summary)
+    return study

@@ -1,0 +1,1 @@
+"""Judge drift: two judge runs (or two judges) on the same conversations, side by side."""

@@ -1,0 +1,1 @@
+"""Judge-assisted scorecards: prediction-powered scores per chatbot beside judge-only and human-only."""
