@@ -44,6 +44,7 @@ from annotation.studies.services import (
 )
 from core.csvstream import csv_response
 from core.problems import ImportRejected
+from core.staged_uploads import import_finished, import_input, import_now_offer
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations.selectors import conversation_ids_for_selection
@@ -405,18 +406,26 @@ def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpRe
 
 def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    form = RatingsImportForm(request.POST or None, request.FILES or None)
-    context: dict[str, Any] = {"study": study, "form": form}
-    if request.method == "POST" and form.is_valid():
+    target = f"ratings:study-{study.pk}"  # the kept dry-run file is good for this study only
+    incoming = import_input(request, target=target)
+    form = RatingsImportForm(incoming.data, incoming.files)
+    context: dict[str, Any] = {"study": study, "form": form, "gone": incoming.gone}
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
+        dry_run = form.cleaned_data["dry_run"]
         try:
             (name, text), *_ = read_upload(upload.name, upload)
             result = ratings_import(
-                study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"],
+                study=study, text=text, file=name, actor=request.user, dry_run=dry_run,
                 fmt=form.cleaned_data["format"] or "long", external_raters=form.cleaned_data["external_raters"],
             )
         except ImportRejected as exc:
             context["problems"] = exc.problems
         else:
             context["result"] = result
-    return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if context.get("problems") else 200)
+            if dry_run:
+                context.update(import_now_offer(request, target=target, form=form))
+            else:
+                import_finished(incoming)
+    bad = context.get("problems") or incoming.gone
+    return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if bad else 200)
