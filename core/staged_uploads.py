@@ -152,6 +152,7 @@ class ImportNowOffer:
     name: str
     size: str
     expires_at: datetime
+    minutes: int
     options: list[tuple[str, str]]  # (label, value as chosen), for the researcher to see what will happen
 
 
@@ -181,5 +182,5 @@ def import_now_offer(request: HttpRequest, *, target: str, form: forms.Form) -> 
         if form.cleaned_data.get(n) not in (None, "") or isinstance(form.fields[n], forms.BooleanField)
     ]
     fresh = type(form)(initial={n: form.cleaned_data.get(n) for n in names})
-    offer = ImportNowOffer(kept.token, upload.name, human_bytes(len(data)), kept.expires_at, shown)
+    offer = ImportNowOffer(kept.token, upload.name, human_bytes(len(data)), kept.expires_at, staged_upload_minutes(), shown)
     return {"import_now": offer, "form": fresh}

@@ -142,6 +142,8 @@ class SelectionForm(forms.Form):
                             help_text="App codes (C-…) or the ids of imported conversations (e.g. VERA-MH's 0e6474), separated by spaces, commas or new lines. An id that matches nothing is an error.")
     codes_file = forms.FileField(required=False, label="…or a file of ids",
                                  help_text="A text or CSV file: the first column of each line is a code or source id (a header line is skipped)")
+    # The ids of a file chosen before the page came back with an error (a browser cannot keep the file).
+    codes_file_kept = forms.CharField(required=False, widget=forms.HiddenInput)
     keep_codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 1}), label="Keep these flagged conversations",
                                  help_text="Codes or source ids of flagged conversations (e.g. a simulated user who broke role) to keep on purpose")
     exclude_flagged = forms.BooleanField(required=False, initial=True, label="Leave out conversations flagged by the integrity checks")
@@ -150,6 +152,9 @@ class SelectionForm(forms.Form):
 
     def clean_codes(self) -> list[str]:
         return _checked_ids(parse_codes(self.cleaned_data["codes"]))
+
+    def clean_codes_file_kept(self) -> list[str]:
+        return _checked_ids(parse_codes(self.cleaned_data["codes_file_kept"]))
 
     def clean_keep_codes(self) -> list[str]:
         return _checked_ids(parse_codes(self.cleaned_data["keep_codes"]))
@@ -166,13 +171,18 @@ class SelectionForm(forms.Form):
             raise forms.ValidationError("the file is larger than 1 MB")
         return _checked_ids(ids_from_file(text))
 
+    def file_ids(self) -> list[str]:
+        """Return the ids of the file of ids: the one chosen now, else the one kept from before an error."""
+        data = self.cleaned_data
+        return data.get("codes_file") or data.get("codes_file_kept") or []
+
     def selection_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data
         return {
             "persona_ids": [p.pk for p in data["personas"]],
             "target_ids": [t.pk for t in data["targets"]],
             "batch_ids": [b.pk for b in data["batches"]],
-            "codes": list(dict.fromkeys([*data["codes"], *data.get("codes_file", [])])),
+            "codes": list(dict.fromkeys([*data["codes"], *self.file_ids()])),
             "keep_codes": data.get("keep_codes") or None,
             "exclude_flagged": data["exclude_flagged"],
             "sample_size": data["sample_size"],

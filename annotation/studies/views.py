@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
@@ -90,8 +90,9 @@ def study_new(request: HttpRequest) -> HttpResponse:
     status = 400 if request.method == "POST" else 200
     context: dict[str, Any] = {"form": form}
     if request.method == "POST":
+        context["kept_file_ids"] = len(_keep_file_ids(form))
         # Keep the live count after an error: the same selection, counted again.
-        selection = SelectionForm(request.POST)
+        selection = SelectionForm(form.data)
         if selection.is_valid():
             ids, record = conversation_ids_for_selection(**selection.selection_kwargs())
             context.update(preview={"n": len(ids), "record": record, "form": selection})
@@ -101,11 +102,29 @@ def study_new(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/coordinator/study_form.html", context, status=status)
 
 
-@require_GET
+def _keep_file_ids(form: StudyCreateForm) -> list[str]:
+    """Carry the ids of a chosen file of ids into the page that comes back with an error.
+
+    A browser cannot refill a file input, so without this the selection (and its live count)
+    would silently lose the file's conversations. The form renders them as a hidden field.
+    """
+    ids = form.file_ids() if hasattr(form, "cleaned_data") else []
+    if ids:
+        data = form.data.copy()
+        data["codes_file_kept"] = " ".join(ids)
+        form.data = data
+    return ids
+
+
+@require_http_methods(["GET", "POST"])
 def selection_preview(request: HttpRequest) -> HttpResponse:
+    """Count the conversations a selection matches (the new-study form posts itself here as it changes).
+
+    A POST (multipart) so that a chosen file of ids is counted too; it changes nothing.
+    """
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = SelectionForm(request.GET)
+    form = SelectionForm(request.POST if request.method == "POST" else request.GET, request.FILES)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())
