@@ -14,6 +14,7 @@ from annotation.errors import AnnotationError
 from annotation.models import TiePolicy
 from annotation.rating.services import normalise_value
 from annotation.studies.selectors import conversations_by_codes
+from annotation.studies.services import DISCARD, KEEP, MOVE, RemovedWorkDecision
 from corpus.conversations.selectors import conversation_ids_for_codes
 from corpus.errors import CorpusError
 from corpus.instruments.flow import LABELS as FLOW_LABELS
@@ -304,6 +305,14 @@ class ReasonForm(forms.Form):
         return reason
 
 
+class RemoveRaterForm(ReasonForm):
+    # Unticked (or absent): their unstarted work moves to other raters at once, as it always did.
+    hold_unstarted = forms.BooleanField(
+        required=False, label="Leave their unstarted conversations for me to decide",
+        help_text="Otherwise those move to other raters now; work in progress always waits for your decision",
+    )
+
+
 class ReassignForm(ReasonForm):
     new_rater = forms.ChoiceField(label="Move to")
 
@@ -332,3 +341,24 @@ class RatingsImportForm(forms.Form):
         help_text="Names that are not raters of this study become its external raters (a label, no login). Always on for the VERA-MH format.",
     )
     dry_run = forms.BooleanField(required=False, label="Dry run", help_text="Check the file without importing anything")
+
+
+def removed_work_decisions(data: Any, awaiting_ids: list[int]) -> dict[int, Any]:
+    """Parse the removed-work forms: one decision for all awaiting, or a select per assignment.
+
+    Per assignment: ``decision_<id>`` = "" (decide later), "keep", "discard", "move" (the least
+    loaded eligible rater) or "move:<user id>". Ids are passed on as posted: the service says
+    which ones are no longer open.
+    """
+    if data.get("apply") == "all":
+        action = data.get("all_action", "")
+        return dict.fromkeys(awaiting_ids, RemovedWorkDecision(action)) if action in (KEEP, MOVE, DISCARD) else {}
+    decisions: dict[int, Any] = {}
+    for key, value in data.items():
+        if not key.startswith("decision_") or not key[9:].isdigit() or not value:
+            continue
+        if value in (KEEP, DISCARD, MOVE):
+            decisions[int(key[9:])] = RemovedWorkDecision(value)
+        elif value.startswith("move:") and value[5:].isdigit():
+            decisions[int(key[9:])] = RemovedWorkDecision(MOVE, int(value[5:]))
+    return decisions

@@ -27,15 +27,20 @@ from annotation.studies.forms import (
     AdjudicateForm,
     AssignForm,
     RatingsImportForm,
-    ReasonForm,
     ReassignForm,
+    RemoveRaterForm,
     SelectionForm,
     StudyCreateForm,
     chatbot_names_in,
+    removed_work_decisions,
 )
 from annotation.studies.ratings_import import ratings_import
 from annotation.studies.services import (
+    DISCARD,
+    KEEP,
+    MOVE,
     assignment_reassign,
+    removed_work_decide,
     study_add_member,
     study_add_rater,
     study_assign,
@@ -145,7 +150,8 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "selection": reads.selection_summary(study.selection),
         "audit": reads.study_audit_trail(study),
         "assign_form": AssignForm(),
-        "remove_form": ReasonForm(),
+        "remove_form": RemoveRaterForm(),
+        "removed": reads.removed_work(study),
         "add_form": AddRaterForm(candidates=[u for u in reads.rater_candidates() if u.pk not in active]),
         "member_candidates": reads.member_candidates(study) if manages else [],
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
@@ -217,17 +223,50 @@ def _int_or_zero(value: str | None) -> int:
 def study_rater_remove(request: HttpRequest, pk: int, user_id: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
     rater = reads.study_rater_get(study, user_id=user_id)
-    form = ReasonForm(request.POST)
+    form = RemoveRaterForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say why the rater is removed: the reason goes into the audit trail.")
         return _detail(pk, "raters")
+    redistribute = not form.cleaned_data["hold_unstarted"]
     try:
-        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=form.cleaned_data["reason"])
+        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=form.cleaned_data["reason"],
+                                   redistribute=redistribute)
     except AnnotationError as exc:
         messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Removed {rater.get_username()}; {len(moved)} unstarted assignment(s) redistributed.")
+        return _detail(pk, "raters")
+    left = reads.removed_rater_assignments(study).filter(rater=rater, kept_after_removal=False).count()
+    done = f"Removed {rater.get_username()}" + (f"; {len(moved)} unstarted assignment(s) redistributed" if redistribute else "")
+    if left:
+        messages.warning(request, f"{done}. {left} conversation(s) they still hold await your decision below: keep with them, move or discard.")
+        return _detail(pk, "removed-work")
+    messages.success(request, f"{done}.")
     return _detail(pk, "raters")
+
+
+@require_POST
+def study_removed_work(request: HttpRequest, pk: int) -> HttpResponse:
+    """Decide what happens to conversations removed raters still hold (one by one, or all at once)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    back = "annotation:study-progress" if request.POST.get("next") == "progress" else "annotation:study-detail"
+    target = redirect(reverse(back, args=[pk]) + "#removed-work")
+    reason = request.POST.get("reason", "").strip()
+    awaiting = [row.assignment.pk for row in reads.removed_work(study).awaiting]
+    decisions = removed_work_decisions(request.POST, awaiting)
+    if not decisions:
+        messages.error(request, "Nothing was changed: choose what happens to at least one conversation.")
+        return target
+    if not reason:
+        messages.error(request, "Nothing was changed: say why (the reason goes into the audit trail with each decision).")
+        return target
+    try:
+        counts = removed_work_decide(study=study, decisions=decisions, actor=request.user, reason=reason)
+    except AnnotationError as exc:
+        messages.error(request, str(exc)[:1].upper() + str(exc)[1:])
+        return target
+    done = [f"{n} {what}" for what, n in (("kept with the removed rater", counts[KEEP]), ("moved", counts[MOVE]),
+                                           ("discarded", counts[DISCARD])) if n]
+    messages.success(request, "Recorded in the audit trail: " + ", ".join(done) + ".")
+    return target
 
 
 def assignment_reassign_view(request: HttpRequest, pk: int, assignment_id: int) -> HttpResponse:
@@ -273,6 +312,7 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": progress,
         "table": table,
         "page": table.paginate(rows),
+        "removed": reads.removed_work(study),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 
