@@ -153,6 +153,8 @@ def test_the_new_study_count_survives_an_error(page, tmp_path):
     instruments()
     make_user("cora", Role.COORDINATOR)
     rater = make_user("clara", Role.CLINICIAN)
+    for n in range(7):
+        make_user(f"rater{n}", Role.CLINICIAN)
     chatbot = TargetFactory(code="T-KIND", model="provider/kind-bot")
     mine = [ConversationFactory(target=chatbot) for _ in range(7)]
     ConversationFactory.create_batch(3)
@@ -182,7 +184,10 @@ def test_the_new_study_count_survives_an_error(page, tmp_path):
     expect(page.locator("#selection-preview")).to_contain_text("4 conversations")
     screenshot(page, "study-form-error-keeps-file-ids")
     page.select_option("#id_instrument", label="AMHART: Adolescent Mental Health AI Response Tool (v1)")
+    page.fill("#field-raters input[type=search]", "clar")  # eight clinicians: the rater list is searchable
+    expect(page.locator("#field-raters tr[data-filter-item]:visible")).to_have_count(1)
     page.check(f"#id_rater_{rater.pk}")
+    expect(page.locator("#field-raters [data-filter-count]")).to_contain_text("1 chosen")
     page.fill("#id_raters_per_conversation", "1")
     expect(page.locator("#selection-preview")).to_contain_text("4 conversations")
     with page.expect_navigation():
