@@ -191,6 +191,9 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
     time_spent_seconds = models.PositiveIntegerField(default=0)
+    # The rater was removed from the study and a coordinator decided they finish this one (moving
+    # or discarding it withdraws it instead). Until someone decides, it is listed as awaiting.
+    kept_after_removal = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["study", "rater", "is_calibration", "position"]

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from judging import selectors, services
 from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
-from judging.launch import judges_preflight
+from judging.launch import judges_preflight, run_retry_preflight
 from judging.models import Judge, JudgeRun, PromptTemplate
 from judging.serializers import (
     JudgeRunCreateSerializer,
@@ -181,12 +181,21 @@ class JudgeRunViewSet(
             return _refused(exc)
         return Response(JudgeRunSerializer(run).data)
 
-    @extend_schema(request=None, responses={200: RetryResponseSerializer, 409: OpenApiResponse(description="Nothing to retry")})
+    @extend_schema(request=None, responses={
+        200: RetryResponseSerializer, 409: OpenApiResponse(description="Nothing to retry"),
+        400: OpenApiResponse(description="A judge fails the launch check: nothing was scheduled"),
+    })
     @action(detail=True, methods=["post"])
     def retry(self, request: Request, pk: str | None = None) -> Response:
-        """Schedule the failed judgements of a finished run again."""
+        """Schedule the failed judgements of a finished run again, after the launch check of their judges."""
+        run = self.get_object()
+        if preflight_enabled():
+            report = run_retry_preflight(run)
+            if not report.ok:
+                return Response({"detail": report.message("nothing was scheduled again"), "preflight": [c.as_dict() for c in report.checks]},
+                                status=status.HTTP_400_BAD_REQUEST)
         try:
-            n = services.judge_run_retry_failed(run=self.get_object())
+            n = services.judge_run_retry_failed(run=run)
         except JudgingError as exc:
             return _refused(exc)
         return Response({"scheduled": n})

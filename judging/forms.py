@@ -13,6 +13,7 @@ from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
 from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
 from judging.prompts import DEFAULTS
+from simulation.models import SimulationBatch
 
 
 def _split(text: str) -> list[str]:
@@ -89,6 +90,11 @@ class JudgeChoiceField(forms.ModelMultipleChoiceField):
         return f"{obj.name} ({obj.provider}, {obj.model}; {obj.instrument})"
 
 
+class BatchChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: SimulationBatch) -> str:
+        return f"{obj.code}{f' · {obj.name}' if obj.name else ''} ({obj.created_at:%Y-%m-%d})"
+
+
 class JudgeRunForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     judges = JudgeChoiceField(
@@ -96,7 +102,10 @@ class JudgeRunForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="All must judge the same instrument. An ensemble wants one judge per provider.",
     )
-    batch_ids = forms.CharField(required=False, label="Simulation batch ids", help_text="Comma-separated")
+    batches = BatchChoiceField(
+        queryset=SimulationBatch.objects.order_by("-id"), required=False, label="Simulation batches",
+        widget=forms.CheckboxSelectMultiple,
+    )
     persona_sets = forms.ModelMultipleChoiceField(
         queryset=PersonaSet.objects.order_by("key", "-version"), required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -121,7 +130,9 @@ class JudgeRunForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        data["batch_ids"] = _split(data.get("batch_ids", ""))
+        # The selector takes batch ids or codes (as the API and the command give them); codes read
+        # better in the run's recorded selection, and every simulated conversation carries its batch's.
+        data["batch_ids"] = [b.code for b in data.get("batches") or []]
         data["codes"] = _split(data.get("codes", ""))
         if not (data["batch_ids"] or data.get("persona_sets") or data.get("study") or data["codes"]):
             raise forms.ValidationError("Choose conversations: a batch, a persona set, a study or codes.")

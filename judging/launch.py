@@ -12,7 +12,7 @@ from typing import Any
 
 from judging.calls import JudgeCallConfig
 from judging.judges import judge_snapshot
-from judging.models import Judge
+from judging.models import Judge, JudgeRun, ResultStatus, RunStatus
 from simulation.preflight import PreflightReport, preflight
 
 # A strict schema like the judgements' own, reduced to one field.
@@ -33,8 +33,30 @@ CHECK_FORMAT: dict[str, Any] = {
 
 def judges_preflight(judges: Sequence[Judge]) -> PreflightReport:
     """Check each judge's model as its run would call it."""
+    return _snapshots_preflight([judge_snapshot(judge, position=position) for position, judge in enumerate(judges)])
+
+
+def run_retry_preflight(run: JudgeRun) -> PreflightReport:
+    """Check the judges whose failed (or skipped) judgements a retry would schedule again.
+
+    As the run recorded them (its snapshots decide the retried calls, not the judges as they
+    are now), so a retry into the same refusal is refused before anything is scheduled.
+    """
+    if run.status in (RunStatus.PENDING, RunStatus.RUNNING):
+        return PreflightReport([])  # the retry itself refuses a running run: no call spent on it
+    judge_ids = set(
+        run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("judge_id", flat=True)
+    )
+    snapshots = run.config.get("judges", {})
+    missing = [pk for pk in judge_ids if str(pk) not in snapshots]
+    extra = {str(j.pk): judge_snapshot(j, position=0) for j in Judge.objects.filter(pk__in=missing)}
+    chosen = [snapshots.get(str(pk)) or extra[str(pk)] for pk in judge_ids if str(pk) in snapshots or str(pk) in extra]
+    return _snapshots_preflight(sorted(chosen, key=lambda s: (s.get("position", 0), s.get("name", ""))))
+
+
+def _snapshots_preflight(snapshots: Sequence[dict[str, Any]]) -> PreflightReport:
     models = []
-    for position, judge in enumerate(judges):
-        config = JudgeCallConfig.from_snapshot(judge_snapshot(judge, position=position))
-        models.append((f"judge {judge.name}", config.spec(), CHECK_FORMAT if config.structured_output else None))
+    for snapshot in snapshots:
+        config = JudgeCallConfig.from_snapshot(snapshot)
+        models.append((f"judge {snapshot['name']}", config.spec(), CHECK_FORMAT if config.structured_output else None))
     return preflight(models)

@@ -16,7 +16,7 @@ from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
 from judging.judges import judge_clone_initial
-from judging.launch import judges_preflight
+from judging.launch import judges_preflight, run_retry_preflight
 from judging.models import JudgeMode, JudgeRun
 from judging.sources import judge_previous_version_runs
 from simulation.preflight import PreflightReport
@@ -242,7 +242,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk)
     if preflight_enabled():
         # Retrying into the same refusal helps nobody: check the judges as they are now first.
-        report = judges_preflight(list(run.judges.all()))
+        report = run_retry_preflight(run)
         if not report.ok:
             for check in report.failed:
                 messages.error(request, f"Not retried: {check.used_by} ({check.model}) fails the launch check: {check.problem}. {check.hint}")

@@ -25,7 +25,7 @@ from simulation.batches import (
 )
 from simulation.errors import SimulationError
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
-from simulation.preflight import batch_preflight
+from simulation.preflight import batch_preflight, batch_resume_preflight
 from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import (
     TemplateError,
@@ -122,11 +122,21 @@ class SimulationBatchViewSet(
     @extend_schema(request=BatchResumeSerializer, responses={200: SimulationBatchDetailSerializer})
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, code: str) -> Response:
-        """Resume the batch: conversations continue after their last saved message."""
+        """Resume the batch: conversations continue after their last saved message.
+
+        First the launch check: the user-agent and the chatbots of the runs to resume each answer one
+        small call; a model that fails is a 400 naming it, and nothing is resumed.
+        """
         batch = self.get_object()
         data = BatchResumeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        simulation_batch_resume(batch_id=batch.pk, include_failed=data.validated_data["include_failed"])
+        include_failed = data.validated_data["include_failed"]
+        if preflight_enabled():
+            report = batch_resume_preflight(batch, include_failed=include_failed)
+            if not report.ok:
+                return Response({"detail": report.message("nothing was resumed"), "preflight": [c.as_dict() for c in report.checks]},
+                                status=status.HTTP_400_BAD_REQUEST)
+        simulation_batch_resume(batch_id=batch.pk, include_failed=include_failed)
         return Response(SimulationBatchDetailSerializer(self.get_object()).data)
 
 

@@ -86,9 +86,9 @@ class PreflightReport:
     def failed(self) -> list[ModelCheck]:
         return [c for c in self.checks if not c.ok]
 
-    def message(self) -> str:
+    def message(self, refused: str = "nothing was started") -> str:
         """Return the refusal in one paragraph: each failed model with its reason."""
-        return "the launch check failed, nothing was started: " + "; ".join(
+        return f"the launch check failed, {refused}: " + "; ".join(
             f"{c.used_by} ({c.model}): {c.problem}" for c in self.failed
         )
 
@@ -167,15 +167,40 @@ def _check_http_target(target: Any) -> ModelCheck:
 def batch_preflight(spec: Any) -> PreflightReport:
     """Check the user-agent model and every chosen chatbot of a batch spec (``batches.BatchSpec``)."""
     from corpus.models import Target
-    from simulation.simulate import target_spec
 
     ua = spec.user_agent
+    agent = ModelSpec(model=ua.model.strip(), api_base=ua.api_base, api_key_env=ua.api_key_env, params=ua.params)
+    return _agent_and_chatbots(agent, Target.objects.filter(pk__in=spec.target_ids).order_by("code"))
+
+
+def batch_resume_preflight(batch: Any, *, include_failed: bool = False) -> PreflightReport:
+    """Check what a resumed batch would call: its user-agent and the chatbots of the runs it would run.
+
+    Those are the cancelled, queued and running (possibly stalled) runs, and the failed ones
+    when they are retried too. A batch with nothing left to run needs no check.
+    """
+    from corpus.models import Target
+    from simulation.models import SimulationRun
+
+    Status = SimulationRun.Status
+    statuses = [Status.CANCELLED, Status.QUEUED, Status.RUNNING] + ([Status.FAILED] if include_failed else [])
+    runs = batch.runs.filter(status__in=statuses)
+    if not runs.exists():
+        return PreflightReport([])
+    agent = ModelSpec(model=batch.user_model.strip(), api_base=batch.user_api_base,
+                      api_key_env=batch.user_api_key_env, params=batch.user_params)
+    return _agent_and_chatbots(agent, Target.objects.filter(pk__in=runs.values("target_id")).order_by("code"))
+
+
+def _agent_and_chatbots(agent: ModelSpec, targets: Any) -> PreflightReport:
+    from corpus.models import Target
+    from simulation.simulate import target_spec
+
     models: list[tuple[str, ModelSpec, dict[str, Any] | None]] = []
-    if ua.model.strip():
-        models.append(("user-agent", ModelSpec(model=ua.model.strip(), api_base=ua.api_base,
-                                               api_key_env=ua.api_key_env, params=ua.params), None))
+    if agent.model:
+        models.append(("user-agent", agent, None))
     http: list[Any] = []
-    for target in Target.objects.filter(pk__in=spec.target_ids).order_by("code"):
+    for target in targets:
         if target.kind == Target.Kind.HTTP:
             http.append(target)
         elif target.kind != Target.Kind.DEMO:

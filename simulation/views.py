@@ -21,7 +21,7 @@ from simulation.batches import (
 from simulation.errors import SimulationError
 from simulation.forms import PromptTemplateForm, SimulationBatchForm
 from simulation.models import SimulationRun
-from simulation.preflight import batch_preflight
+from simulation.preflight import batch_preflight, batch_resume_preflight
 from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import (
     TemplateError,
@@ -110,7 +110,15 @@ def batch_cancel(request: HttpRequest, code: str) -> HttpResponse:
 @run_required
 def batch_resume(request: HttpRequest, code: str) -> HttpResponse:
     batch = reads.batch_get_for_user(request.user, code=code)
-    simulation_batch_resume(batch_id=batch.pk, include_failed=request.POST.get("include_failed") == "1")
+    include_failed = request.POST.get("include_failed") == "1"
+    if preflight_enabled():
+        # Resuming into the same refusal helps nobody: every model the resumed runs call answers first.
+        report = batch_resume_preflight(batch, include_failed=include_failed)
+        if not report.ok:
+            context = {**_progress_context(request, code), "report": report, "refused": "nothing was resumed",
+                       "include_failed": include_failed}
+            return render(request, "simulation/batch_detail.html", context, status=400)
+    simulation_batch_resume(batch_id=batch.pk, include_failed=include_failed)
     messages.success(request, f"Batch {batch.code} resumed: conversations continue after their last saved message.")
     return redirect("simulation:batch-detail", code=batch.code)
 

@@ -35,13 +35,21 @@ from annotation.studies.serializers import (
     MovedSerializer,
     ProgressSerializer,
     RaterAddSerializer,
-    ReasonSerializer,
     ReassignSerializer,
+    RemovedWorkDecideSerializer,
+    RemovedWorkResultSerializer,
+    RemovedWorkRowSerializer,
+    RemoveRaterSerializer,
     StudyCreateSerializer,
     StudySerializer,
 )
 from annotation.studies.services import (
+    DISCARD,
+    KEEP,
+    MOVE,
+    RemovedWorkDecision,
     assignment_reassign,
+    removed_work_decide,
     study_add_rater,
     study_assign,
     study_create,
@@ -154,16 +162,43 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         moved = study_add_rater(study=study, user=user, label=v["label"], actor=request.user, reason=v["reason"], rebalance=v["rebalance"])
         return Response({"moved": AssignmentSerializer(moved, many=True).data})
 
-    @extend_schema(request=ReasonSerializer, responses={200: MovedSerializer}, parameters=[USER_ID])
+    @extend_schema(request=RemoveRaterSerializer, responses={200: MovedSerializer}, parameters=[USER_ID])
     @action(detail=True, methods=["post"], url_path=r"raters/(?P<user_id>[0-9]+)/remove")
     def remove_rater(self, request: Request, pk: str, user_id: str) -> Response:
-        """Remove a rater who drops out (reason required); their unstarted work is redistributed."""
+        """Remove a rater who drops out (reason required); their unstarted work is redistributed.
+
+        Their work in progress (and, with ``redistribute: false``, their unstarted work) waits
+        for a decision: see ``removed-work``.
+        """
         study = self.get_object()
         rater = reads.study_rater_get(study, user_id=int(user_id))
-        data = ReasonSerializer(data=request.data)
+        data = RemoveRaterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=data.validated_data["reason"])
+        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=data.validated_data["reason"],
+                                   redistribute=data.validated_data["redistribute"])
         return Response({"moved": AssignmentSerializer(moved, many=True).data})
+
+    @extend_schema(methods=["GET"], responses={200: RemovedWorkRowSerializer(many=True)})
+    @extend_schema(methods=["POST"], request=RemovedWorkDecideSerializer, responses={200: RemovedWorkResultSerializer})
+    @action(detail=True, methods=["get", "post"], url_path="removed-work")
+    def removed_work(self, request: Request, pk: str) -> Response:
+        """List what removed raters still hold, or decide: keep with them, move, or discard (reason required).
+
+        Without ``assignments`` the decision applies to everything awaiting one. A move without
+        ``to_rater`` goes to the least loaded active rater who does not hold the conversation.
+        """
+        study = self.get_object()
+        if request.method == "GET":
+            return Response(RemovedWorkRowSerializer(reads.removed_work(study).rows, many=True).data)
+        data = RemovedWorkDecideSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        ids = v["assignments"] or [row.assignment.pk for row in reads.removed_work(study).awaiting]
+        decision = RemovedWorkDecision(v["decision"], v["to_rater"] if v["decision"] == MOVE else None)
+        counts = removed_work_decide(study=study, decisions=dict.fromkeys(ids, decision), actor=request.user, reason=v["reason"])
+        rows = reads.removed_work(study).rows
+        return Response({"kept": counts[KEEP], "moved": counts[MOVE], "discarded": counts[DISCARD],
+                         "removed_work": RemovedWorkRowSerializer(rows, many=True).data})
 
     @extend_schema(responses={200: ProgressSerializer})
     @action(detail=True, methods=["get"])

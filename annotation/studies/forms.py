@@ -14,6 +14,7 @@ from annotation.errors import AnnotationError
 from annotation.models import TiePolicy
 from annotation.rating.services import normalise_value
 from annotation.studies.selectors import conversations_by_codes
+from annotation.studies.services import DISCARD, KEEP, MOVE, RemovedWorkDecision
 from corpus.conversations.selectors import conversation_ids_for_codes
 from corpus.errors import CorpusError
 from corpus.instruments.flow import LABELS as FLOW_LABELS
@@ -142,6 +143,8 @@ class SelectionForm(forms.Form):
                             help_text="App codes (C-…) or the ids of imported conversations (e.g. VERA-MH's 0e6474), separated by spaces, commas or new lines. An id that matches nothing is an error.")
     codes_file = forms.FileField(required=False, label="…or a file of ids",
                                  help_text="A text or CSV file: the first column of each line is a code or source id (a header line is skipped)")
+    # The ids of a file chosen before the page came back with an error (a browser cannot keep the file).
+    codes_file_kept = forms.CharField(required=False, widget=forms.HiddenInput)
     keep_codes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 1}), label="Keep these flagged conversations",
                                  help_text="Codes or source ids of flagged conversations (e.g. a simulated user who broke role) to keep on purpose")
     exclude_flagged = forms.BooleanField(required=False, initial=True, label="Leave out conversations flagged by the integrity checks")
@@ -150,6 +153,9 @@ class SelectionForm(forms.Form):
 
     def clean_codes(self) -> list[str]:
         return _checked_ids(parse_codes(self.cleaned_data["codes"]))
+
+    def clean_codes_file_kept(self) -> list[str]:
+        return _checked_ids(parse_codes(self.cleaned_data["codes_file_kept"]))
 
     def clean_keep_codes(self) -> list[str]:
         return _checked_ids(parse_codes(self.cleaned_data["keep_codes"]))
@@ -166,13 +172,18 @@ class SelectionForm(forms.Form):
             raise forms.ValidationError("the file is larger than 1 MB")
         return _checked_ids(ids_from_file(text))
 
+    def file_ids(self) -> list[str]:
+        """Return the ids of the file of ids: the one chosen now, else the one kept from before an error."""
+        data = self.cleaned_data
+        return data.get("codes_file") or data.get("codes_file_kept") or []
+
     def selection_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data
         return {
             "persona_ids": [p.pk for p in data["personas"]],
             "target_ids": [t.pk for t in data["targets"]],
             "batch_ids": [b.pk for b in data["batches"]],
-            "codes": list(dict.fromkeys([*data["codes"], *data.get("codes_file", [])])),
+            "codes": list(dict.fromkeys([*data["codes"], *self.file_ids()])),
             "keep_codes": data.get("keep_codes") or None,
             "exclude_flagged": data["exclude_flagged"],
             "sample_size": data["sample_size"],
@@ -294,6 +305,14 @@ class ReasonForm(forms.Form):
         return reason
 
 
+class RemoveRaterForm(ReasonForm):
+    # Unticked (or absent): their unstarted work moves to other raters at once, as it always did.
+    hold_unstarted = forms.BooleanField(
+        required=False, label="Leave their unstarted conversations for me to decide",
+        help_text="Otherwise those move to other raters now; work in progress always waits for your decision",
+    )
+
+
 class ReassignForm(ReasonForm):
     new_rater = forms.ChoiceField(label="Move to")
 
@@ -322,3 +341,24 @@ class RatingsImportForm(forms.Form):
         help_text="Names that are not raters of this study become its external raters (a label, no login). Always on for the VERA-MH format.",
     )
     dry_run = forms.BooleanField(required=False, label="Dry run", help_text="Check the file without importing anything")
+
+
+def removed_work_decisions(data: Any, awaiting_ids: list[int]) -> dict[int, Any]:
+    """Parse the removed-work forms: one decision for all awaiting, or a select per assignment.
+
+    Per assignment: ``decision_<id>`` = "" (decide later), "keep", "discard", "move" (the least
+    loaded eligible rater) or "move:<user id>". Ids are passed on as posted: the service says
+    which ones are no longer open.
+    """
+    if data.get("apply") == "all":
+        action = data.get("all_action", "")
+        return dict.fromkeys(awaiting_ids, RemovedWorkDecision(action)) if action in (KEEP, MOVE, DISCARD) else {}
+    decisions: dict[int, Any] = {}
+    for key, value in data.items():
+        if not key.startswith("decision_") or not key[9:].isdigit() or not value:
+            continue
+        if value in (KEEP, DISCARD, MOVE):
+            decisions[int(key[9:])] = RemovedWorkDecision(value)
+        elif value.startswith("move:") and value[5:].isdigit():
+            decisions[int(key[9:])] = RemovedWorkDecision(MOVE, int(value[5:]))
+    return decisions

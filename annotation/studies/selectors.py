@@ -23,6 +23,7 @@ from annotation.models import (
     Assignment,
     AssignmentStatus,
     MemberRole,
+    Rating,
     Study,
     StudyConversation,
     StudyEvent,
@@ -157,6 +158,73 @@ def conversation_holders(study: Study, *, conversation_id: int) -> set[int]:
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .values_list("rater_id", flat=True)
     )
+
+
+OPEN_STATUSES = (AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS)
+
+
+def removed_rater_assignments(study: Study) -> QuerySet[Assignment]:
+    """Return the open (not started, in progress) main-set work of raters removed from the study."""
+    removed = study.memberships.filter(role=MemberRole.RATER, active=False).values("user_id")
+    return study.assignments.filter(rater_id__in=removed, status__in=OPEN_STATUSES, is_calibration=False)
+
+
+@dataclass(frozen=True)
+class RemovedWorkRow:
+    """One conversation a removed rater still holds, and where it could go."""
+
+    assignment: Assignment
+    rater_name: str
+    rater_label: str
+    n_answers: int  # answers saved in the draft (they stay with the assignment if it is moved or discarded)
+    move_targets: list[tuple[int, str]]  # active raters who do not hold this conversation: (user id, username)
+
+    @property
+    def kept(self) -> bool:
+        return self.assignment.kept_after_removal
+
+
+@dataclass(frozen=True)
+class RemovedWork:
+    rows: list[RemovedWorkRow]
+
+    @property
+    def awaiting(self) -> list[RemovedWorkRow]:
+        return [r for r in self.rows if not r.kept]
+
+    @property
+    def kept(self) -> list[RemovedWorkRow]:
+        return [r for r in self.rows if r.kept]
+
+
+def removed_work(study: Study) -> RemovedWork:
+    """Return every conversation removed raters still hold, awaiting a decision first (five queries)."""
+    assignments = list(
+        removed_rater_assignments(study)
+        .select_related("conversation", "rater")
+        .order_by("kept_after_removal", "rater__username", "position", "id")
+    )
+    if not assignments:
+        return RemovedWork([])
+    members = rater_memberships(study)
+    labels = {m.user_id: m.rater_label for m in members}
+    active = [(m.user_id, m.user.get_username(), m.rater_label) for m in members if m.active]
+    holders: dict[int, set[int]] = {}
+    for conversation_id, rater_id in (
+        study.assignments.filter(conversation_id__in={a.conversation_id for a in assignments}, rater__isnull=False)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .values_list("conversation_id", "rater_id")
+    ):
+        holders.setdefault(conversation_id, set()).add(rater_id)
+    answers = dict(Rating.objects.filter(assignment__in=assignments).values_list("assignment_id", "answers"))
+    rows = []
+    for a in assignments:
+        saved = answers.get(a.pk) or {}
+        n = sum(1 for part in saved.values() if isinstance(part, dict) for entry in part.values() if entry.get("value"))
+        taken = holders.get(a.conversation_id, set())
+        targets = [(uid, name) for uid, name, _ in active if uid not in taken]
+        rows.append(RemovedWorkRow(a, a.rater.get_username(), labels.get(a.rater_id, ""), n, targets))
+    return RemovedWork(rows)
 
 
 def selection_summary(selection: dict[str, Any]) -> list[str]:
@@ -300,6 +368,9 @@ ACTIONS = {
     "rater_added": "Rater added",
     "rebalanced": "Rebalanced",
     "reassigned": "Assignment moved",
+    "removed_work_kept": "Kept with the removed rater",
+    "removed_work_moved": "Moved from a removed rater",
+    "removed_work_discarded": "Discarded (withdrawn)",
     "consensus_computed": "Consensus computed",
     "adjudicated": "Adjudicated",
     "ratings_imported": "Ratings imported",

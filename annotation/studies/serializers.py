@@ -184,6 +184,49 @@ class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="recorded in the study's audit trail")
 
 
+class RemoveRaterSerializer(ReasonSerializer):
+    redistribute = serializers.BooleanField(
+        default=True, help_text="move the rater's unstarted work to other raters now (false: it waits for a decision)",
+    )
+
+
+class RemovedWorkRowSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="assignment.pk")
+    conversation = serializers.CharField(source="assignment.conversation.code")
+    rater = serializers.IntegerField(source="assignment.rater_id")
+    rater_username = serializers.CharField(source="rater_name")
+    status = serializers.CharField(source="assignment.status")
+    kept = serializers.BooleanField(help_text="a coordinator decided the removed rater finishes it")
+    answers_saved = serializers.IntegerField(source="n_answers")
+    last_activity_at = serializers.DateTimeField(source="assignment.last_activity_at", allow_null=True)
+    move_targets = serializers.SerializerMethodField(help_text="active raters who do not hold this conversation")
+
+    def get_move_targets(self, row: Any) -> list[dict[str, Any]]:
+        return [{"rater": uid, "username": name} for uid, name in row.move_targets]
+
+
+class RemovedWorkDecideSerializer(ReasonSerializer):
+    decision = serializers.ChoiceField(
+        choices=["keep", "move", "discard"],
+        help_text="keep: the removed rater finishes it; move: to another rater; discard: withdrawn, one rating fewer",
+    )
+    assignments = serializers.ListField(
+        child=serializers.IntegerField(), required=False, default=list,
+        help_text="assignment ids; empty: every assignment of removed raters awaiting a decision",
+    )
+    to_rater = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text="move: user id of an active rater who does not hold the conversation; empty: the least loaded eligible one",
+    )
+
+
+class RemovedWorkResultSerializer(serializers.Serializer):
+    kept = serializers.IntegerField()
+    moved = serializers.IntegerField()
+    discarded = serializers.IntegerField()
+    removed_work = RemovedWorkRowSerializer(many=True, help_text="what removed raters still hold afterwards")
+
+
 class ReassignSerializer(ReasonSerializer):
     new_rater = serializers.IntegerField(help_text="user id of an active rater of the study")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -29,6 +31,7 @@ from annotation.studies.assignment import (
     plan_assignments,
     slots_needed,
 )
+from annotation.studies.selectors import OPEN_STATUSES, removed_rater_assignments
 from corpus.models import Conversation, Instrument, InstrumentKind
 
 
@@ -229,10 +232,15 @@ def _move(assignment: Assignment, new_rater_id: int, actor: AbstractBaseUser | N
 
 
 @transaction.atomic
-def study_remove_rater(*, study: Study, rater: Any, actor: AbstractBaseUser | None, reason: str) -> list[Assignment]:
+def study_remove_rater(
+    *, study: Study, rater: Any, actor: AbstractBaseUser | None, reason: str, redistribute: bool = True
+) -> list[Assignment]:
     """Take a rater out: their unstarted work goes to others, keeping load and labels balanced.
 
-    Started and submitted work stays with the rater (their answers are never lost).
+    Started work stays with the rater (their answers are never lost) and is listed on the study
+    and progress pages until a coordinator decides what happens to it (``removed_work_decide``);
+    with ``redistribute=False`` their unstarted work waits for that decision too. Calibration
+    work not yet submitted is withdrawn: it trained this rater, who no longer rates.
     """
     if not reason.strip():
         raise AnnotationError("say why the rater is removed")
@@ -242,18 +250,24 @@ def study_remove_rater(*, study: Study, rater: Any, actor: AbstractBaseUser | No
         raise AnnotationError("this user is not an active rater of the study", status=404)
     membership.active = False
     membership.save(update_fields=["active"])
-    study_event(study=study, actor=actor, action="rater_removed", reason=reason, rater=rater.pk)
+    study.assignments.filter(rater=rater, is_calibration=True, status__in=OPEN_STATUSES).update(
+        status=AssignmentStatus.WITHDRAWN
+    )
+    left = study.assignments.filter(rater=rater, is_calibration=False, status__in=OPEN_STATUSES)
+    study_event(
+        study=study, actor=actor, action="rater_removed", reason=reason, rater=rater.pk,
+        n_in_progress=left.filter(status=AssignmentStatus.IN_PROGRESS).count(),
+        n_not_started=left.filter(status=AssignmentStatus.NOT_STARTED).count(), redistributed=redistribute,
+    )
+    if not redistribute:
+        return []
     members = _active_raters(study)
     labels = {m.user_id: m.rater_label for m in members}
     load = _loads(study)
     overlap = _overlap(study)
     moved = []
-    pending = study.assignments.filter(rater=rater, status=AssignmentStatus.NOT_STARTED).order_by("is_calibration", "position")
+    pending = study.assignments.filter(rater=rater, status=AssignmentStatus.NOT_STARTED, is_calibration=False).order_by("position")
     for assignment in pending:
-        if assignment.is_calibration:
-            assignment.status = AssignmentStatus.WITHDRAWN
-            assignment.save(update_fields=["status"])
-            continue
         on_it = set(
             study.assignments.filter(conversation_id=assignment.conversation_id).exclude(status=AssignmentStatus.WITHDRAWN).values_list("rater_id", flat=True)
         ) - {rater.pk}
@@ -261,9 +275,9 @@ def study_remove_rater(*, study: Study, rater: Any, actor: AbstractBaseUser | No
         pool = [uid for uid in pool if uid not in on_it]
         if not pool:
             raise AnnotationError(
-                f"no eligible rater can take conversation {assignment.conversation_id}"
+                f"no eligible rater can take conversation {assignment.conversation.code}"
                 + (f" (label '{membership.rater_label}')" if study.composition else "")
-                + "; add a rater first",
+                + "; add a rater first, or remove without moving the unstarted work and decide on it afterwards",
                 status=409,
             )
         new_rater = pick_rater(pool, sorted(on_it), load, overlap)
@@ -271,6 +285,101 @@ def study_remove_rater(*, study: Study, rater: Any, actor: AbstractBaseUser | No
         load[rater.pk] -= 1
         moved.append(_move(assignment, new_rater, actor, reason, "reassigned_on_removal"))
     return moved
+
+
+KEEP, MOVE, DISCARD = "keep", "move", "discard"
+
+
+@dataclass(frozen=True)
+class RemovedWorkDecision:
+    """What happens to one conversation a removed rater holds."""
+
+    action: str  # KEEP (the removed rater finishes it), MOVE or DISCARD (withdrawn, nobody rates it instead)
+    to_rater_id: int | None = None  # MOVE: to this active rater; None: to the least loaded eligible one
+
+
+@transaction.atomic
+def removed_work_decide(
+    *, study: Study, decisions: Mapping[int, RemovedWorkDecision], actor: AbstractBaseUser | None, reason: str
+) -> Counter:
+    """Settle removed raters' open work, assignment by assignment; return counts per action.
+
+    Keep: the removed rater may still finish it (it stays in their list). Move: withdrawn from
+    them (the draft stays with the withdrawn assignment) and given to an active rater who does
+    not already hold the conversation, respecting the composition's labels when the target is
+    picked automatically. Discard: withdrawn, so the conversation has one rater fewer. Every
+    decision is recorded in the audit trail with the reason. All or nothing: if one decision is
+    impossible, nothing changes and the error names every conversation concerned.
+    """
+    if not reason.strip():
+        raise AnnotationError("say why: the reason goes into the audit trail")
+    if not decisions:
+        raise AnnotationError("choose what happens to at least one conversation")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    open_work = {a.pk: a for a in removed_rater_assignments(study).select_related("conversation")}
+    gone = [pk for pk in decisions if pk not in open_work]
+    if gone:
+        raise AnnotationError(
+            f"{len(gone)} of the chosen assignments {'is' if len(gone) == 1 else 'are'} no longer open work of a "
+            "removed rater (submitted, moved or discarded meanwhile): reload the page and decide again",
+            status=409,
+        )
+    if any(d.action not in (KEEP, MOVE, DISCARD) for d in decisions.values()):
+        raise AnnotationError("a decision is keep, move or discard")
+    labels = {m.user_id: m.rater_label for m in _active_raters(study)}
+    removed_labels = dict(study.memberships.filter(role=MemberRole.RATER, active=False).values_list("user_id", "rater_label"))
+    holders: dict[int, set[int]] = {}
+    for conversation_id, rater_id in (
+        study.assignments.filter(conversation_id__in={a.conversation_id for a in open_work.values()}, rater__isnull=False)
+        .exclude(status=AssignmentStatus.WITHDRAWN)
+        .values_list("conversation_id", "rater_id")
+    ):
+        holders.setdefault(conversation_id, set()).add(rater_id)
+    load, overlap = _loads(study), _overlap(study)
+    counts: Counter = Counter()
+    problems: list[str] = []
+    for pk in sorted(decisions, key=lambda k: (open_work[k].rater_id, open_work[k].position, k)):
+        decision, assignment = decisions[pk], open_work[pk]
+        code = assignment.conversation.code
+        if decision.action == KEEP:
+            if not assignment.kept_after_removal:
+                assignment.kept_after_removal = True
+                assignment.save(update_fields=["kept_after_removal"])
+                study_event(study=study, actor=actor, action="removed_work_kept", reason=reason,
+                            conversation_id=assignment.conversation_id, rater=assignment.rater_id, assignment=assignment.pk)
+            counts[KEEP] += 1
+        elif decision.action == DISCARD:
+            assignment.status = AssignmentStatus.WITHDRAWN
+            assignment.save(update_fields=["status"])
+            holders.get(assignment.conversation_id, set()).discard(assignment.rater_id)
+            study_event(study=study, actor=actor, action="removed_work_discarded", reason=reason,
+                        conversation_id=assignment.conversation_id, rater=assignment.rater_id, withdrawn_assignment=assignment.pk)
+            counts[DISCARD] += 1
+        else:
+            taken = holders.setdefault(assignment.conversation_id, set())
+            if decision.to_rater_id is not None:
+                new_rater = decision.to_rater_id
+                if new_rater not in labels:
+                    problems.append(f"{code}: the chosen rater is not an active rater of this study")
+                    continue
+                if new_rater in taken:
+                    problems.append(f"{code}: the chosen rater already holds this conversation")
+                    continue
+            else:
+                label = removed_labels.get(assignment.rater_id, "")
+                pool = [uid for uid in labels if uid not in taken and (not study.composition or labels[uid] == label)]
+                if not pool:
+                    problems.append(f"{code}: no active rater{f' labelled {label!r}' if study.composition else ''} is free to take it")
+                    continue
+                new_rater = pick_rater(pool, sorted(taken - {assignment.rater_id}), load, overlap)
+            load[new_rater] += 1
+            taken.discard(assignment.rater_id)
+            taken.add(new_rater)
+            _move(assignment, new_rater, actor, reason, "removed_work_moved")
+            counts[MOVE] += 1
+    if problems:
+        raise AnnotationError("nothing was changed: " + "; ".join(problems) + ". Add a rater, or keep or discard these.", status=409)
+    return counts
 
 
 @transaction.atomic

@@ -13,6 +13,7 @@ urlpatterns = [
     path("studies/<int:pk>/raters/add/", views.study_rater_add, name="study-rater-add"),
     path("studies/<int:pk>/members/add/", views.study_member_add, name="study-member-add"),
     path("studies/<int:pk>/raters/<int:user_id>/remove/", views.study_rater_remove, name="study-rater-remove"),
+    path("studies/<int:pk>/removed-work/", views.study_removed_work, name="study-removed-work"),
     path(
         "studies/<int:pk>/assignments/<int:assignment_id>/reassign/",
         views.assignment_reassign_view,

@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
@@ -27,15 +27,20 @@ from annotation.studies.forms import (
     AdjudicateForm,
     AssignForm,
     RatingsImportForm,
-    ReasonForm,
     ReassignForm,
+    RemoveRaterForm,
     SelectionForm,
     StudyCreateForm,
     chatbot_names_in,
+    removed_work_decisions,
 )
 from annotation.studies.ratings_import import ratings_import
 from annotation.studies.services import (
+    DISCARD,
+    KEEP,
+    MOVE,
     assignment_reassign,
+    removed_work_decide,
     study_add_member,
     study_add_rater,
     study_assign,
@@ -44,6 +49,7 @@ from annotation.studies.services import (
 )
 from core.csvstream import csv_response
 from core.problems import ImportRejected
+from core.staged_uploads import import_finished, import_input, import_now_offer
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations.selectors import conversation_ids_for_selection
@@ -89,8 +95,9 @@ def study_new(request: HttpRequest) -> HttpResponse:
     status = 400 if request.method == "POST" else 200
     context: dict[str, Any] = {"form": form}
     if request.method == "POST":
+        context["kept_file_ids"] = len(_keep_file_ids(form))
         # Keep the live count after an error: the same selection, counted again.
-        selection = SelectionForm(request.POST)
+        selection = SelectionForm(form.data)
         if selection.is_valid():
             ids, record = conversation_ids_for_selection(**selection.selection_kwargs())
             context.update(preview={"n": len(ids), "record": record, "form": selection})
@@ -100,11 +107,29 @@ def study_new(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/coordinator/study_form.html", context, status=status)
 
 
-@require_GET
+def _keep_file_ids(form: StudyCreateForm) -> list[str]:
+    """Carry the ids of a chosen file of ids into the page that comes back with an error.
+
+    A browser cannot refill a file input, so without this the selection (and its live count)
+    would silently lose the file's conversations. The form renders them as a hidden field.
+    """
+    ids = form.file_ids() if hasattr(form, "cleaned_data") else []
+    if ids:
+        data = form.data.copy()
+        data["codes_file_kept"] = " ".join(ids)
+        form.data = data
+    return ids
+
+
+@require_http_methods(["GET", "POST"])
 def selection_preview(request: HttpRequest) -> HttpResponse:
+    """Count the conversations a selection matches (the new-study form posts itself here as it changes).
+
+    A POST (multipart) so that a chosen file of ids is counted too; it changes nothing.
+    """
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = SelectionForm(request.GET)
+    form = SelectionForm(request.POST if request.method == "POST" else request.GET, request.FILES)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
         ids, record = conversation_ids_for_selection(**form.selection_kwargs())
@@ -125,7 +150,8 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "selection": reads.selection_summary(study.selection),
         "audit": reads.study_audit_trail(study),
         "assign_form": AssignForm(),
-        "remove_form": ReasonForm(),
+        "remove_form": RemoveRaterForm(),
+        "removed": reads.removed_work(study),
         "add_form": AddRaterForm(candidates=[u for u in reads.rater_candidates() if u.pk not in active]),
         "member_candidates": reads.member_candidates(study) if manages else [],
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
@@ -197,17 +223,50 @@ def _int_or_zero(value: str | None) -> int:
 def study_rater_remove(request: HttpRequest, pk: int, user_id: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
     rater = reads.study_rater_get(study, user_id=user_id)
-    form = ReasonForm(request.POST)
+    form = RemoveRaterForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say why the rater is removed: the reason goes into the audit trail.")
         return _detail(pk, "raters")
+    redistribute = not form.cleaned_data["hold_unstarted"]
     try:
-        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=form.cleaned_data["reason"])
+        moved = study_remove_rater(study=study, rater=rater, actor=request.user, reason=form.cleaned_data["reason"],
+                                   redistribute=redistribute)
     except AnnotationError as exc:
         messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Removed {rater.get_username()}; {len(moved)} unstarted assignment(s) redistributed.")
+        return _detail(pk, "raters")
+    left = reads.removed_rater_assignments(study).filter(rater=rater, kept_after_removal=False).count()
+    done = f"Removed {rater.get_username()}" + (f"; {len(moved)} unstarted assignment(s) redistributed" if redistribute else "")
+    if left:
+        messages.warning(request, f"{done}. {left} conversation(s) they still hold await your decision below: keep with them, move or discard.")
+        return _detail(pk, "removed-work")
+    messages.success(request, f"{done}.")
     return _detail(pk, "raters")
+
+
+@require_POST
+def study_removed_work(request: HttpRequest, pk: int) -> HttpResponse:
+    """Decide what happens to conversations removed raters still hold (one by one, or all at once)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    back = "annotation:study-progress" if request.POST.get("next") == "progress" else "annotation:study-detail"
+    target = redirect(reverse(back, args=[pk]) + "#removed-work")
+    reason = request.POST.get("reason", "").strip()
+    awaiting = [row.assignment.pk for row in reads.removed_work(study).awaiting]
+    decisions = removed_work_decisions(request.POST, awaiting)
+    if not decisions:
+        messages.error(request, "Nothing was changed: choose what happens to at least one conversation.")
+        return target
+    if not reason:
+        messages.error(request, "Nothing was changed: say why (the reason goes into the audit trail with each decision).")
+        return target
+    try:
+        counts = removed_work_decide(study=study, decisions=decisions, actor=request.user, reason=reason)
+    except AnnotationError as exc:
+        messages.error(request, str(exc)[:1].upper() + str(exc)[1:])
+        return target
+    done = [f"{n} {what}" for what, n in (("kept with the removed rater", counts[KEEP]), ("moved", counts[MOVE]),
+                                           ("discarded", counts[DISCARD])) if n]
+    messages.success(request, "Recorded in the audit trail: " + ", ".join(done) + ".")
+    return target
 
 
 def assignment_reassign_view(request: HttpRequest, pk: int, assignment_id: int) -> HttpResponse:
@@ -253,6 +312,7 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": progress,
         "table": table,
         "page": table.paginate(rows),
+        "removed": reads.removed_work(study),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 
@@ -405,18 +465,26 @@ def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpRe
 
 def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    form = RatingsImportForm(request.POST or None, request.FILES or None)
-    context: dict[str, Any] = {"study": study, "form": form}
-    if request.method == "POST" and form.is_valid():
+    target = f"ratings:study-{study.pk}"  # the kept dry-run file is good for this study only
+    incoming = import_input(request, target=target)
+    form = RatingsImportForm(incoming.data, incoming.files)
+    context: dict[str, Any] = {"study": study, "form": form, "gone": incoming.gone}
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
+        dry_run = form.cleaned_data["dry_run"]
         try:
             (name, text), *_ = read_upload(upload.name, upload)
             result = ratings_import(
-                study=study, text=text, file=name, actor=request.user, dry_run=form.cleaned_data["dry_run"],
+                study=study, text=text, file=name, actor=request.user, dry_run=dry_run,
                 fmt=form.cleaned_data["format"] or "long", external_raters=form.cleaned_data["external_raters"],
             )
         except ImportRejected as exc:
             context["problems"] = exc.problems
         else:
             context["result"] = result
-    return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if context.get("problems") else 200)
+            if dry_run:
+                context.update(import_now_offer(request, target=target, form=form))
+            else:
+                import_finished(incoming)
+    bad = context.get("problems") or incoming.gone
+    return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if bad else 200)

@@ -7,6 +7,7 @@ from django.shortcuts import render
 
 from core.permissions import corpus_required, import_required
 from core.problems import ImportRejected
+from core.staged_uploads import import_finished, import_input, import_now_offer
 from core.uploads import read_upload
 from corpus.instruments import selectors, services
 from corpus.instruments.forms import InstrumentImportForm
@@ -22,12 +23,17 @@ def instrument_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "corpus/instrument_detail.html", {"instrument": selectors.instrument_get(request.user, pk=pk)})
 
 
+IMPORT_TARGET = "instruments"  # the kept dry-run file of this page (core.staged_uploads)
+
+
 @import_required
 def instrument_import(request: HttpRequest) -> HttpResponse:
-    form = InstrumentImportForm(request.POST or None, request.FILES or None)
-    context: dict = {"form": form, "title": "Import an instrument or rubric"}
-    if request.method == "POST" and form.is_valid():
+    incoming = import_input(request, target=IMPORT_TARGET)
+    form = InstrumentImportForm(incoming.data, incoming.files)
+    context: dict = {"form": form, "title": "Import an instrument or rubric", "gone": incoming.gone}
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
+        dry_run = form.cleaned_data["dry_run"]
         try:
             (name, text), *_ = read_upload(upload.name, upload)
             instrument, created = services.instrument_import(
@@ -37,13 +43,17 @@ def instrument_import(request: HttpRequest) -> HttpResponse:
                 key=form.cleaned_data["key"] or None,
                 name=form.cleaned_data["name"] or None,
                 created_by=request.user,
-                dry_run=form.cleaned_data["dry_run"],
+                dry_run=dry_run,
             )
+        except ImportRejected as exc:
+            context["problems"] = exc.problems
+        else:
             if instrument is None:
                 context["result"] = "The file is valid. Nothing was imported (dry run)."
+                context.update(import_now_offer(request, target=IMPORT_TARGET, form=form))
             else:
                 verb = "Imported" if created else "Already present (identical content):"
                 context["result"] = f"{verb} {instrument}."
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-    return render(request, "corpus/import_form.html", context, status=400 if context.get("problems") else 200)
+                import_finished(incoming)
+    bad = context.get("problems") or incoming.gone
+    return render(request, "corpus/import_form.html", context, status=400 if bad else 200)

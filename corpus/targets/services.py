@@ -19,6 +19,19 @@ CODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 KEY_LIKE_RE = re.compile(r"(sk-|key-|Bearer\s)[A-Za-z0-9]", re.IGNORECASE)
 
 
+class _Problems(list[str]):
+    """Problems in the order found, each also filed under the input field it is about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_field: dict[str, list[str]] = {}
+
+    def add(self, field: str, message: str) -> None:
+        if message not in self:
+            self.append(message)
+        self.by_field.setdefault(field, []).append(message)
+
+
 def target_code_unique() -> str:
     """Return a chatbot pseudonym (``T-XXXX``) no stored chatbot has."""
     while True:
@@ -45,57 +58,69 @@ def target_create(
     requests_per_minute: int = 0,
     actor: AbstractBaseUser | None = None,
 ) -> Target:
-    """Create a chatbot under test; raise ``CorpusError`` listing every problem.
+    """Create a chatbot under test; raise ``CorpusError`` listing every problem (and by field).
 
     The API key is never stored: only the NAME of the environment variable that holds it
     (litellm targets) or ``${NAME}`` references inside header values (HTTP targets). Both, and
     the base URL's host, must pass the secrets policy (``core.secrets_policy``); ``actor`` is
     who asks (an administrator may name a host not yet on the allowed list, and so approves it).
     """
-    problems: list[str] = []
+    problems = _Problems()
     if kind not in (Target.Kind.LITELLM, Target.Kind.HTTP):
-        problems.append("kind must be 'litellm' or 'http'")
+        problems.add("kind", "kind must be 'litellm' or 'http'")
     code = code.strip()
     if code and not CODE_RE.match(code):
-        problems.append("the code may hold letters, digits, '-', '_', '.' (at most 40)")
+        problems.add("code", "the code may hold letters, digits, '-', '_', '.' (at most 40)")
     if code and Target.objects.filter(code=code).exists():
-        problems.append(f"the code '{code}' is taken")
+        problems.add("code", f"the code '{code}' is taken")
     model = model.strip()
     if kind == Target.Kind.LITELLM and not model:
-        problems.append("a litellm target needs a model string, e.g. openai/gpt-4o")
+        problems.add("model", "a litellm target needs a model string, e.g. openai/gpt-4o")
     if kind == Target.Kind.HTTP and not api_base.strip():
-        problems.append("an HTTP target needs the endpoint URL")
-    if api_key_env and not ENV_NAME_RE.match(api_key_env):
-        problems.append("api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key")
-    for label, value in (("parameters", params or {}), ("system prompt", system_prompt), ("request template", request_template or {})):
+        problems.add("api_base", "an HTTP target needs the endpoint URL")
+    key_named = not api_key_env or ENV_NAME_RE.match(api_key_env)
+    if not key_named:
+        problems.add("api_key_env", "api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key")
+    for field, label, value in (
+        ("params", "parameters", params or {}), ("system_prompt", "system prompt", system_prompt),
+        ("request_template", "request template", request_template or {}),
+    ):
         if KEY_LIKE_RE.search(str(value)):
-            problems.append(f"the {label} look like they hold a credential; use an environment variable instead")
+            problems.add(field, f"the {label} look like they hold a credential; use an environment variable instead")
     if params is not None and not isinstance(params, dict):
-        problems.append("parameters must be a JSON object")
+        problems.add("params", "parameters must be a JSON object")
     elif params and any(k in params for k in ("api_key", "api_base", "model", "messages")):
-        problems.append("parameters may not set api_key, api_base, model or messages")
+        problems.add("params", "parameters may not set api_key, api_base, model or messages")
+    headers_ok = False
     if kind == Target.Kind.HTTP:
         headers = http_headers or {}
         if not isinstance(headers, dict):
-            problems.append("headers must be a JSON object")
+            problems.add("http_headers", "headers must be a JSON object")
         else:
-            problems += header_problems(headers)
+            headers_ok = True
+            for problem in header_problems(headers):
+                problems.add("http_headers", problem)
         template = request_template if request_template is not None else {"messages": "{{messages}}"}
-        problems += template_problems(template)
+        for problem in template_problems(template):
+            problems.add("request_template", problem)
     else:
         template = {}
-    if not any("NAME of an environment variable" in p for p in problems):
-        problems += destination_problems(
-            api_base=api_base,
-            key_env=api_key_env,
-            params=params if isinstance(params, dict) else None,
-            header_envs=header_env_names(http_headers) if kind == Target.Kind.HTTP and isinstance(http_headers, dict) else (),
-            actor=actor,
-        )
-    if max_concurrent < 0 or requests_per_minute < 0:
-        problems.append("limits must be 0 (none) or more")
+    if key_named:
+        # The secrets policy, asked field by field so each refusal shows beside its field.
+        for field, found in (
+            ("api_key_env", destination_problems(key_env=api_key_env)),
+            ("http_headers", destination_problems(header_envs=header_env_names(http_headers) if headers_ok else ())),
+            ("api_base", destination_problems(api_base=api_base, actor=actor)),
+            ("params", destination_problems(params=params if isinstance(params, dict) else None)),
+        ):
+            for problem in found:
+                problems.add(field, problem)
+    if max_concurrent < 0:
+        problems.add("max_concurrent", "limits must be 0 (none) or more")
+    if requests_per_minute < 0:
+        problems.add("requests_per_minute", "limits must be 0 (none) or more")
     if problems:
-        raise CorpusError("; ".join(problems))
+        raise CorpusError("; ".join(problems), fields=problems.by_field)
     api_host_approve(url=api_base, actor=actor, note="set on a chatbot")
     return Target.objects.create(
         code=code or target_code_unique(),

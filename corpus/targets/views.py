@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from core.permissions import corpus_required, import_required
 from corpus.errors import CorpusError
 from corpus.targets import selectors, services
-from corpus.targets.forms import TargetForm
+from corpus.targets.forms import HTTP_FIELDS, TargetForm
 
 
 @corpus_required
@@ -20,15 +20,20 @@ def target_list(request: HttpRequest) -> HttpResponse:
 @import_required
 def target_create(request: HttpRequest) -> HttpResponse:
     form = TargetForm(request.POST or None)
-    error = None
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        if data["kind"] != "http":
+            # Fields of HTTP chatbots only: hidden on the page for other kinds, never stored for them.
+            data = {k: v for k, v in data.items() if k not in HTTP_FIELDS}
         try:
-            target = services.target_create(
-                **{k: v for k, v in form.cleaned_data.items() if v is not None}, actor=request.user
-            )
+            target = services.target_create(**{k: v for k, v in data.items() if v is not None}, actor=request.user)
         except CorpusError as exc:
-            error = str(exc)
+            for field, problems in exc.fields.items():
+                for problem in problems:
+                    form.add_error(field if field in form.fields else None, problem)
+            if not exc.fields:
+                form.add_error(None, str(exc))
         else:
             messages.success(request, f"Chatbot {target.code} added.")
             return redirect("corpus:target-list")
-    return render(request, "corpus/target_form.html", {"form": form, "error": error}, status=400 if error else 200)
+    return render(request, "corpus/target_form.html", {"form": form}, status=400 if form.errors else 200)

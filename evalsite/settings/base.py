@@ -207,6 +207,8 @@ EVALSITE_MAX_UPLOAD_BYTES = int(os.environ.get("EVALSITE_MAX_UPLOAD_BYTES", str(
 EVALSITE_MAX_UNZIPPED_BYTES = int(os.environ.get("EVALSITE_MAX_UNZIPPED_BYTES", str(100 * 1024 * 1024)))
 EVALSITE_MAX_ZIP_RATIO = float(os.environ.get("EVALSITE_MAX_ZIP_RATIO", "100"))
 EVALSITE_MAX_IMPORT_ROWS = int(os.environ.get("EVALSITE_MAX_IMPORT_ROWS", "500000"))
+# A file found valid by a dry run is kept (in the database) this long for "Import now".
+EVALSITE_STAGED_UPLOAD_MINUTES = int(os.environ.get("EVALSITE_STAGED_UPLOAD_MINUTES", "60"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024  # form fields and JSON bodies (files are apart)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2621440  # larger files go to a temporary file, not memory
 FILE_UPLOAD_HANDLERS = [

@@ -43,6 +43,7 @@ def study_paths(study, assignment_id=1, user_id=1, consensus_id=1):  # type: ign
         ("post", f"{s}/raters/{user_id}/remove/"), ("get", f"{s}/progress/"), ("post", f"{s}/consensus/compute/"),
         ("get", f"{s}/consensus/"), ("post", f"{s}/consensus/{consensus_id}/adjudicate/"),
         ("post", f"/assignments/{assignment_id}/reassign/"),
+        ("get", f"{s}/removed-work/"), ("post", f"{s}/removed-work/"),
     ]
 
 

@@ -46,6 +46,7 @@ STUDY_POSTS = [
     "annotation:study-assign",
     "annotation:study-rater-add",
     "annotation:study-consensus-compute",
+    "annotation:study-removed-work",
 ]
 
 
@@ -87,6 +88,7 @@ def other_urls(study):  # type: ignore[no-untyped-def]
         *[("post", reverse(name, args=[study.pk])) for name in STUDY_POSTS],
         ("post", reverse("annotation:study-create")),
         ("get", reverse("annotation:study-selection-preview")),
+        ("post", reverse("annotation:study-selection-preview")),
     ]
 
 

@@ -38,6 +38,7 @@ NOT_PAGES = {
     "annotation:study-selection-preview": "htmx fragment of the new-study form",
     "annotation:study-assign": "POST action", "annotation:study-rater-add": "POST action",
     "annotation:study-member-add": "POST action", "annotation:study-rater-remove": "POST action",
+    "annotation:study-removed-work": "POST action (forms on the study and progress pages)",
     "annotation:study-progress-csv": "file download", "annotation:study-consensus-compute": "POST action",
     "annotation:study-consensus-csv": "file download", "annotation:study-adjudicate": "POST action",
     "annotation:study-adjudicate-conversation": "POST action",

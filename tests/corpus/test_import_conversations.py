@@ -148,7 +148,7 @@ def test_upload_page_imports_and_shows_problems(fixture_personas, researcher):
     assert "Nothing was imported" in response.content.decode() and "messages[0].content" in response.content.decode()
     good = SimpleUploadedFile("two.jsonl", JSONL.read_bytes())
     response = client.post("/corpus/import/conversations/", {"file": good, "format": "auto"})
-    assert response.status_code == 200 and "imported 2 conversation" in response.content.decode()
+    assert response.status_code == 200 and "Imported 2 conversation" in response.content.decode()
     assert Conversation.objects.count() == 2
 
 

@@ -171,7 +171,16 @@ class Command(BaseCommand):
             self._summary(run)
 
     def _retry(self, o: dict[str, Any]) -> None:
+        from judging.launch import run_retry_preflight
+        from simulation.preflight import enabled as preflight_enabled
+
         run = self._get_run(o["run"])
+        if preflight_enabled():
+            report = run_retry_preflight(run)
+            for check in report.failed:
+                self.stderr.write(f"{check.used_by} ({check.model}): {check.problem}\n  what to do: {check.hint}")
+            if not report.ok:
+                raise CommandError(report.message("nothing was scheduled again"))
         n = services.judge_run_retry_failed(run=run, start=not o["inline"])
         self.stdout.write(f"{n} judgement(s) scheduled again")
         self._follow(run, o)

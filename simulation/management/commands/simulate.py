@@ -20,7 +20,7 @@ from simulation.batches import (
 )
 from simulation.errors import SimulationError
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
-from simulation.preflight import batch_preflight
+from simulation.preflight import batch_preflight, batch_resume_preflight
 from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import prompt_templates_ensure_builtin
 from simulation.selectors import batch_progress
@@ -74,8 +74,15 @@ class Command(BaseCommand):
             if options["status"]:
                 batch = self._batch(options["status"])
             elif options["resume"]:
+                batch = self._batch(options["resume"])
+                if preflight_enabled():
+                    report = batch_resume_preflight(batch, include_failed=options["include_failed"])
+                    if not report.ok:
+                        for check in report.failed:
+                            self.stderr.write(f"{check.used_by} ({check.model}): {check.problem}\n  what to do: {check.hint}")
+                        raise CommandError(report.message("nothing was resumed"))
                 batch = simulation_batch_resume(
-                    batch_id=self._batch(options["resume"]).pk,
+                    batch_id=batch.pk,
                     include_failed=options["include_failed"],
                     dispatch=not options["inline"],
                 )
