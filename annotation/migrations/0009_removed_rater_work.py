@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0007_consensus_rules'),
+        ('annotation', '0008_sampling_plans_and_sitting_limit'),
     ]
 
     operations = [
