@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from core.secrets_policy import SecretsPolicyError, destination_enforce
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -211,6 +210,10 @@ def _api_key(spec: ModelSpec) -> str | None:
 
 def refuse_by_secrets_policy(spec: ModelSpec) -> None:
     """Refuse a key variable or host the secrets policy does not allow (the call-time check)."""
+    # Imported here: the policy reads the database (admin-approved hosts), and this package must
+    # stay importable without Django (a bare litellm loop in the benchmarks, the stats CLI).
+    from core.secrets_policy import SecretsPolicyError, destination_enforce
+
     try:
         destination_enforce(api_base=spec.api_base, key_env=spec.api_key_env, params=spec.params)
     except SecretsPolicyError as exc:
