@@ -6,21 +6,15 @@ from typing import Any
 
 from django import template
 
+from core.templatetags.number_format import as_float
+
 register = template.Library()
-
-
-def _float(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if number != number else number
 
 
 @register.filter
 def score(value: Any, scale: str = "share") -> str:
     """Return a score: a share as a percentage (0.625 -> 62.5%), points with one decimal."""
-    number = _float(value)
+    number = as_float(value)
     if number is None:
         return "—"
     return f"{100 * number:.1f}%" if scale == "share" else f"{number:.1f}"
@@ -35,7 +29,7 @@ def interval(estimate: Any, scale: str = "share") -> str:
 
     A normal interval on few ratings can pass a bound; the API and CSV keep the raw figures.
     """
-    if not isinstance(estimate, dict) or _float(estimate.get("low")) is None:
+    if not isinstance(estimate, dict) or as_float(estimate.get("low")) is None:
         return "—"
     lowest, highest = BOUNDS.get(scale, (float("-inf"), float("inf")))
     low = max(lowest, float(estimate["low"]))
@@ -46,7 +40,7 @@ def interval(estimate: Any, scale: str = "share") -> str:
 @register.filter
 def signed(value: Any, scale: str = "share") -> str:
     """Return a difference with its sign (+3.1%, −0.4)."""
-    number = _float(value)
+    number = as_float(value)
     if number is None:
         return "—"
     text = score(abs(number), scale)
@@ -54,21 +48,9 @@ def signed(value: Any, scale: str = "share") -> str:
 
 
 @register.filter
-def rounded(value: Any, digits: int = 0) -> str:
-    number = _float(value)
-    return "—" if number is None else f"{number:.{int(digits)}f}"
-
-
-@register.filter
-def pct(value: Any) -> str:
-    number = _float(value)
-    return "—" if number is None else f"{100 * number:.1f}%"
-
-
-@register.filter
 def duration(seconds: Any) -> str:
     """Return seconds as "12 min 05 s" or "40 s"."""
-    number = _float(seconds)
+    number = as_float(seconds)
     if number is None:
         return "—"
     total = int(round(number))
@@ -79,10 +61,7 @@ def duration(seconds: Any) -> str:
 @register.filter
 def confidence(value: Any) -> str:
     """Return a confidence level as "95%" (or "99.5%")."""
-    number = _float(value)
+    number = as_float(value)
     return "—" if number is None else f"{100 * number:g}%"
 
 
-@register.filter
-def get(mapping: Any, key: Any) -> Any:
-    return mapping.get(key) if isinstance(mapping, dict) else None
