@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,12 +32,14 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
-from django.http import HttpRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 
 from core.errors import ServiceError
 from core.models import StagedUpload
+from core.problems import ImportRejected
 from core.uploads import human_bytes
 
 TOKEN_FIELD = "staged"  # the only field "Import now" posts (besides the CSRF token)
@@ -184,3 +187,35 @@ def import_now_offer(request: HttpRequest, *, target: str, form: forms.Form) -> 
     fresh = type(form)(initial={n: form.cleaned_data.get(n) for n in names})
     offer = ImportNowOffer(kept.token, upload.name, human_bytes(len(data)), kept.expires_at, staged_upload_minutes(), shown)
     return {"import_now": offer, "form": fresh}
+
+
+def import_page(
+    request: HttpRequest,
+    *,
+    target: str,
+    form_class: type[forms.Form],
+    template: str,
+    context: dict[str, Any],
+    run: Callable[[dict[str, Any]], dict[str, Any]],
+) -> HttpResponse:
+    """Serve an import page: bind the upload (or the file a dry run kept), run the import, offer
+    "Import now" after a clean dry run, forget the kept file once imported; 400 with the problems.
+
+    ``run(cleaned_data)`` imports (or checks, when ``cleaned_data["dry_run"]``) and returns what
+    the page shows of the result; it raises ``ImportRejected`` on any problem, writing nothing.
+    """
+    incoming = import_input(request, target=target)
+    form = form_class(incoming.data, incoming.files)
+    context = {**context, "form": form, "gone": incoming.gone}
+    if form.is_bound and form.is_valid():
+        try:
+            context.update(run(form.cleaned_data))
+        except ImportRejected as exc:
+            context["problems"] = exc.problems
+        else:
+            if form.cleaned_data["dry_run"]:
+                context.update(import_now_offer(request, target=target, form=form))
+            else:
+                import_finished(incoming)
+    bad = context.get("problems") or incoming.gone
+    return render(request, template, context, status=400 if bad else 200)

@@ -48,8 +48,7 @@ from annotation.studies.services import (
     study_remove_rater,
 )
 from core.csvstream import csv_response
-from core.problems import ImportRejected
-from core.staged_uploads import import_finished, import_input, import_now_offer
+from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations.selectors import conversation_ids_for_selection
@@ -465,26 +464,17 @@ def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpRe
 
 def study_import_ratings(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    target = f"ratings:study-{study.pk}"  # the kept dry-run file is good for this study only
-    incoming = import_input(request, target=target)
-    form = RatingsImportForm(incoming.data, incoming.files)
-    context: dict[str, Any] = {"study": study, "form": form, "gone": incoming.gone}
-    if form.is_bound and form.is_valid():
-        upload = form.cleaned_data["file"]
-        dry_run = form.cleaned_data["dry_run"]
-        try:
-            (name, text), *_ = read_upload(upload.name, upload)
-            result = ratings_import(
-                study=study, text=text, file=name, actor=request.user, dry_run=dry_run,
-                fmt=form.cleaned_data["format"] or "long", external_raters=form.cleaned_data["external_raters"],
-            )
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-        else:
-            context["result"] = result
-            if dry_run:
-                context.update(import_now_offer(request, target=target, form=form))
-            else:
-                import_finished(incoming)
-    bad = context.get("problems") or incoming.gone
-    return render(request, "annotation/coordinator/ratings_import.html", context, status=400 if bad else 200)
+
+    def run(data: dict) -> dict:
+        (name, text), *_ = read_upload(data["file"].name, data["file"])
+        result = ratings_import(
+            study=study, text=text, file=name, actor=request.user, dry_run=data["dry_run"],
+            fmt=data["format"] or "long", external_raters=data["external_raters"],
+        )
+        return {"result": result}
+
+    return import_page(
+        request, target=f"ratings:study-{study.pk}",  # the kept dry-run file is good for this study only
+        form_class=RatingsImportForm, template="annotation/coordinator/ratings_import.html",
+        context={"study": study}, run=run,
+    )

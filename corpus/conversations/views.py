@@ -9,9 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from core.permissions import corpus_required, import_required
-from core.problems import ImportRejected
 from core.roles import Role, has_any_role
-from core.staged_uploads import import_finished, import_input, import_now_offer
+from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
 from corpus.conversations import selectors, services
@@ -123,29 +122,15 @@ IMPORT_TARGET = "conversations"  # the kept dry-run file of this page (core.stag
 
 @import_required
 def conversation_import(request: HttpRequest) -> HttpResponse:
-    incoming = import_input(request, target=IMPORT_TARGET)
-    form = ConversationImportForm(incoming.data, incoming.files)
-    context: dict = {"form": form, "title": "Import conversations", "gone": incoming.gone}
-    if form.is_bound and form.is_valid():
-        upload = form.cleaned_data["file"]
-        dry_run = form.cleaned_data["dry_run"]
-        try:
-            files = read_upload(upload.name, upload)
-            result = services.conversations_import(
-                files=files,
-                fmt=form.cleaned_data["format"],
-                created_by=request.user,
-                dry_run=dry_run,
-            )
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-        else:
-            summary = result.summary()
-            context["result"] = summary[:1].upper() + summary[1:] + "."
-            context["duplicates"] = result.duplicates
-            if dry_run:
-                context.update(import_now_offer(request, target=IMPORT_TARGET, form=form))
-            else:
-                import_finished(incoming)
-    bad = context.get("problems") or incoming.gone
-    return render(request, "corpus/import_form.html", context, status=400 if bad else 200)
+    def run(data: dict) -> dict:
+        result = services.conversations_import(
+            files=read_upload(data["file"].name, data["file"]), fmt=data["format"], created_by=request.user,
+            dry_run=data["dry_run"],
+        )
+        summary = result.summary()
+        return {"result": summary[:1].upper() + summary[1:] + ".", "duplicates": result.duplicates}
+
+    return import_page(
+        request, target=IMPORT_TARGET, form_class=ConversationImportForm, template="corpus/import_form.html",
+        context={"title": "Import conversations"}, run=run,
+    )

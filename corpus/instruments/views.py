@@ -6,8 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from core.permissions import corpus_required, import_required
-from core.problems import ImportRejected
-from core.staged_uploads import import_finished, import_input, import_now_offer
+from core.staged_uploads import import_page
 from core.uploads import read_upload
 from corpus.instruments import selectors, services
 from corpus.instruments.forms import InstrumentImportForm
@@ -28,32 +27,18 @@ IMPORT_TARGET = "instruments"  # the kept dry-run file of this page (core.staged
 
 @import_required
 def instrument_import(request: HttpRequest) -> HttpResponse:
-    incoming = import_input(request, target=IMPORT_TARGET)
-    form = InstrumentImportForm(incoming.data, incoming.files)
-    context: dict = {"form": form, "title": "Import an instrument or rubric", "gone": incoming.gone}
-    if form.is_bound and form.is_valid():
-        upload = form.cleaned_data["file"]
-        dry_run = form.cleaned_data["dry_run"]
-        try:
-            (name, text), *_ = read_upload(upload.name, upload)
-            instrument, created = services.instrument_import(
-                text=text,
-                file=name,
-                fmt=form.cleaned_data["format"],
-                key=form.cleaned_data["key"] or None,
-                name=form.cleaned_data["name"] or None,
-                created_by=request.user,
-                dry_run=dry_run,
-            )
-        except ImportRejected as exc:
-            context["problems"] = exc.problems
-        else:
-            if instrument is None:
-                context["result"] = "The file is valid. Nothing was imported (dry run)."
-                context.update(import_now_offer(request, target=IMPORT_TARGET, form=form))
-            else:
-                verb = "Imported" if created else "Already present (identical content):"
-                context["result"] = f"{verb} {instrument}."
-                import_finished(incoming)
-    bad = context.get("problems") or incoming.gone
-    return render(request, "corpus/import_form.html", context, status=400 if bad else 200)
+    def run(data: dict) -> dict:
+        (name, text), *_ = read_upload(data["file"].name, data["file"])
+        instrument, created = services.instrument_import(
+            text=text, file=name, fmt=data["format"], key=data["key"] or None, name=data["name"] or None,
+            created_by=request.user, dry_run=data["dry_run"],
+        )
+        if instrument is None:
+            return {"result": "The file is valid. Nothing was imported (dry run)."}
+        verb = "Imported" if created else "Already present (identical content):"
+        return {"result": f"{verb} {instrument}."}
+
+    return import_page(
+        request, target=IMPORT_TARGET, form_class=InstrumentImportForm, template="corpus/import_form.html",
+        context={"title": "Import an instrument or rubric"}, run=run,
+    )
