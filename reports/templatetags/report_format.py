@@ -4,7 +4,12 @@ from typing import Any
 
 from django import template
 
+from core.templatetags import number_format
+
 register = template.Library()
+# Shared with the other pages' number formats (one definition each).
+register.filter("pct", number_format.pct)
+register.filter("get", number_format.get)
 
 
 @register.filter
@@ -19,26 +24,11 @@ def num(value: Any, digits: int = 3) -> str:
 
 
 @register.filter
-def pct(value: Any) -> str:
-    try:
-        return f"{100 * float(value):.1f}%"
-    except (TypeError, ValueError):
-        return "—"
-
-
-@register.filter
 def pct0(value: Any) -> str:
     try:
         return f"{100 * float(value):.0f}%"
     except (TypeError, ValueError):
         return "—"
-
-
-@register.filter
-def get(mapping: Any, key: Any) -> Any:
-    if isinstance(mapping, dict):
-        return mapping.get(key)
-    return None
 
 
 @register.filter
