@@ -19,11 +19,6 @@ from annotation.models import Assignment, AssignmentStatus, RatingStatus, Study
 from reports.selectors import study_data_version
 
 
-def rater_name(assignment: Assignment) -> str:
-    """Return how reports name the rater of an assignment: the username, or an external rater's label."""
-    return assignment.rater_name
-
-
 @dataclass
 class QueueEntry:
     """One of a rater's (non-calibration, not withdrawn) assignments with its rating if submitted."""
@@ -56,7 +51,7 @@ def study_rater_queues(study: Study) -> dict[str, list[QueueEntry]]:
         labels: dict[str, str] = {}
         if rating is not None and rating.status == RatingStatus.SUBMITTED:
             labels = {k: v for k, v in rating_labels(study, rating).items() if not k.startswith("section:")}
-        queues.setdefault(rater_name(assignment), []).append(
+        queues.setdefault(assignment.rater_name, []).append(
             QueueEntry(
                 assignment.pk, assignment.conversation_id, assignment.conversation.code, assignment.position,
                 assignment.status, assignment.submitted_at, assignment.time_spent_seconds, labels,
