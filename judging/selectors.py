@@ -29,6 +29,7 @@ from judging.models import (
     PromptTemplate,
     ResultStatus,
 )
+from simulation.preflight import ErrorGroup, error_groups
 
 VIEW_ROLES = frozenset({Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN})
 MANAGE_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
@@ -343,23 +344,6 @@ def conversation_judgements(user: User, *, run: JudgeRun, code: str) -> Conversa
     return ConversationJudgements(run, conversation, columns, rows, paths)
 
 
-@dataclass(frozen=True)
-class ErrorGroup:
-    """Failed judgements of one kind: how many, one example message, and what to do."""
-
-    kind: str
-    count: int
-    example: str
-    hint: str
-
-
 def run_error_groups(run: JudgeRun) -> list[ErrorGroup]:
     """Return the failures of a run grouped by error kind, most frequent first (two queries)."""
-    from simulation.preflight import fix_hint
-
-    failed = run.results.filter(status=ResultStatus.FAILED)
-    counts = list(failed.values_list("error_kind").annotate(n=Count("id")).order_by("-n", "error_kind"))
-    examples: dict[str, str] = {}
-    for kind, error in failed.exclude(error="").order_by("id").values_list("error_kind", "error")[:500]:
-        examples.setdefault(kind, error)
-    return [ErrorGroup(kind or "other", n, examples.get(kind, ""), fix_hint(kind)) for kind, n in counts]
+    return error_groups(run.results.filter(status=ResultStatus.FAILED))

@@ -56,6 +56,27 @@ def fix_hint(kind: str) -> str:
 
 
 @dataclass(frozen=True)
+class ErrorGroup:
+    """Failed jobs of one kind: how many, one example message, and what to do."""
+
+    kind: str
+    count: int
+    example: str
+    hint: str
+
+
+def error_groups(failed: Any) -> list[ErrorGroup]:
+    """Group failed jobs (a queryset with ``error_kind`` and ``error``) by kind, most frequent first (two queries)."""
+    from django.db.models import Count
+
+    counts = list(failed.values_list("error_kind").annotate(n=Count("id")).order_by("-n", "error_kind"))
+    examples: dict[str, str] = {}
+    for kind, error in failed.exclude(error="").order_by("id").values_list("error_kind", "error")[:500]:
+        examples.setdefault(kind, error)
+    return [ErrorGroup(kind or "other", n, examples.get(kind, ""), fix_hint(kind)) for kind, n in counts]
+
+
+@dataclass(frozen=True)
 class ModelCheck:
     """The result of checking one model: who uses it, and what went wrong (if anything)."""
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from core.roles import Role, can_view_corpus, has_any_role
 from corpus.models import Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.preflight import ErrorGroup, error_groups
 
 RUN_ROLES = frozenset({Role.RESEARCHER, Role.ADMIN})
 
@@ -192,26 +193,9 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
     )
 
 
-@dataclass(frozen=True)
-class ErrorGroup:
-    """Failed runs of one kind: how many, one example message, and what to do."""
-
-    kind: str
-    count: int
-    example: str
-    hint: str
-
-
 def batch_error_groups(batch: SimulationBatch) -> list[ErrorGroup]:
     """Return the failures of a batch grouped by error kind, most frequent first (two queries)."""
-    from simulation.preflight import fix_hint
-
-    failed = batch.runs.filter(status=SimulationRun.Status.FAILED)
-    counts = list(failed.values_list("error_kind").annotate(n=Count("id")).order_by("-n", "error_kind"))
-    examples: dict[str, str] = {}
-    for kind, error in failed.exclude(error="").order_by("id").values_list("error_kind", "error")[:500]:
-        examples.setdefault(kind, error)
-    return [ErrorGroup(kind or "other", n, examples.get(kind, ""), fix_hint(kind)) for kind, n in counts]
+    return error_groups(batch.runs.filter(status=SimulationRun.Status.FAILED))
 
 
 def prompt_template_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PromptTemplate]:
