@@ -7,4 +7,5 @@ app_name = "annotation"
 urlpatterns = [
     path("", include("annotation.rating.urls")),
     path("", include("annotation.studies.urls")),
+    path("", include("annotation.sampling.urls")),
 ]

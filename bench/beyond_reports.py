@@ -58,8 +58,8 @@ def build(n_conversations: int):  # type: ignore[no-untyped-def]
 
     from annotation.consensus.services import study_compute_consensus
     from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
-    from annotation.studies.sampling import PlanOptions
-    from annotation.studies.sampling_services import study_create_from_plan
+    from annotation.sampling.selectors import PlanOptions
+    from annotation.sampling.services import study_create_from_plan
     from core.roles import Role
     from corpus.instruments.services import builtin_instruments_load
     from corpus.models import Conversation, Persona, PersonaSet, Target
@@ -152,7 +152,7 @@ def main() -> None:
     run, study, coordinator, judges = build(args.conversations)
     built = time.perf_counter() - started
 
-    from annotation.studies.sampling import PlanOptions, plan_preview
+    from annotation.sampling.selectors import PlanOptions, plan_preview
 
     previews = []
     for method in ("simple_random", "stratified", "oversample"):

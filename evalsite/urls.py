@@ -39,7 +39,7 @@ api_v1 = [
     path("reports/", include("reports.judge_assisted.api")),
     path("reports/", include("reports.drift.api")),
     path("reports/", include("reports.raters.api")),
-    path("", include("annotation.studies.sampling_api")),
+    path("", include("annotation.sampling.api")),
 ]
 
 urlpatterns = [

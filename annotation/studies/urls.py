@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation.studies import sampling_views, views
+from annotation.studies import views
 
 urlpatterns = [
     path("studies/", views.study_list, name="study-list"),
@@ -36,9 +36,4 @@ urlpatterns = [
         name="study-adjudicate-conversation",
     ),
     path("studies/<int:pk>/import-ratings/", views.study_import_ratings, name="study-import-ratings"),
-    # Sampling plans (a study drawn from a judge run) and rater load (the break prompt).
-    path("studies/new/from-run/", sampling_views.study_new_from_run, name="study-create-from-run"),
-    path("studies/new/from-run/preview/", sampling_views.plan_preview_view, name="study-plan-preview"),
-    path("studies/<int:pk>/sampling-plan.csv", sampling_views.study_plan_csv, name="study-plan-csv"),
-    path("studies/<int:pk>/sitting-limit/", sampling_views.study_sitting_limit, name="study-sitting-limit"),
 ]

@@ -19,7 +19,15 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/test"
     )
 }
-REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+# Two checkouts on one machine must not share a test database or a Redis database: the tests
+# flush their Redis database and Django drops and recreates the test database. Each checkout
+# sets its own with these two variables (defaults: test_<NAME> and Redis database 15).
+if os.environ.get("EVALSITE_TEST_DATABASE_NAME"):
+    DATABASES["default"]["TEST"] = {"NAME": os.environ["EVALSITE_TEST_DATABASE_NAME"]}
+REDIS_URL = (
+    os.environ.get("REDIS_URL")
+    or f"redis://127.0.0.1:6379/{int(os.environ.get('EVALSITE_TEST_REDIS_DB', '15'))}"
+)
 CELERY_BROKER_URL = REDIS_URL
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600"))

@@ -10,13 +10,13 @@ import pytest
 
 from annotation.errors import AnnotationError
 from annotation.models import SamplingPlan, StudyEvent
-from annotation.studies.sampling import (
+from annotation.sampling.selectors import (
     PlanOptions,
     plan_population,
     plan_preview,
     previous_disagreement,
 )
-from annotation.studies.sampling_services import study_create_from_plan
+from annotation.sampling.services import study_create_from_plan
 from judging.sources import label_source_get
 from tests.conftest import client_for
 from tests.support.judged import (

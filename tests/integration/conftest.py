@@ -33,9 +33,17 @@ def _services_present():
 
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         pytest.fail("integration tests need DJANGO_SETTINGS_MODULE=evalsite.settings.integration")
-    missing = [name for name, port in (("PostgreSQL", 5432), ("Redis", 6379)) if not _answers("127.0.0.1", port)]
+    from urllib.parse import urlsplit
+
+    db = settings.DATABASES["default"]
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    services = (
+        ("PostgreSQL", db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432)),
+        ("Redis", broker.hostname or "127.0.0.1", broker.port or 6379),
+    )
+    missing = [f"{name} ({host}:{port})" for name, host, port in services if not _answers(host, port)]
     if missing:
-        message = f"{' and '.join(missing)} not answering on 127.0.0.1"
+        message = f"{' and '.join(missing)} not answering"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + " (CI: a missing service is a failure)")
         pytest.skip(message)

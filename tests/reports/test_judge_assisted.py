@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from annotation.studies.sampling import PlanOptions
-from annotation.studies.sampling_services import study_create_from_plan
+from annotation.sampling.selectors import PlanOptions
+from annotation.sampling.services import study_create_from_plan
 from judging.models import EnsembleLabel
 from reports.judge_assisted.services import judge_assisted_scorecard
 from stats import amhart_score
@@ -293,7 +293,7 @@ def test_question_flows_get_the_vera_mh_score_overall_and_per_dimension(db, coor
     row = next(r for r in data["rows"] if r["score"] == f"dimension:{dim}" and r["chatbot"] == chatbot_of(mine[0]))
     assert row["ppi"]["estimate"] == pytest.approx(one.ppi.estimate) if one.ppi.estimate is not None else row["ppi"]["estimate"] is None
     # A plan for a flow run plans the VERA-MH overall score.
-    from annotation.studies.sampling import PlanOptions, plan_preview
+    from annotation.sampling.selectors import PlanOptions, plan_preview
 
     preview = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=1))
     assert "VERA-MH" in preview.what and preview.pooled.ppi_width > 0

@@ -97,8 +97,8 @@ def _csv_route_names() -> set[str]:
 
 
 def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher, clinician):
-    from annotation.studies.sampling import PlanOptions
-    from annotation.studies.sampling_services import study_create_from_plan
+    from annotation.sampling.selectors import PlanOptions
+    from annotation.sampling.services import study_create_from_plan
 
     study, run = planted
     planned = study_create_from_plan(

@@ -1,6 +1,6 @@
 """Sampling plans, the write: create a validation study drawn by a plan from a judge run.
 
-The plan is drawn by :mod:`annotation.studies.sampling` (reads); here it becomes a study whose
+The plan is drawn by :mod:`annotation.sampling.selectors` (reads); here it becomes a study whose
 conversations keep their inclusion probability and stratum, with the plan stored as a
 ``SamplingPlan`` and recorded in the audit trail.
 """
@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation.models import SamplingMethod, SamplingPlan, Study, StudyConversation
-from annotation.studies.sampling import PlanOptions, plan_preview, unit_strata
+from annotation.sampling.selectors import PlanOptions, plan_preview, unit_strata
 from annotation.studies.services import study_create, study_event
 from judging.models import JudgeRun
 

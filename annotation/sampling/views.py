@@ -19,21 +19,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.errors import AnnotationError
 from annotation.models import SamplingPlan
-from annotation.studies import selectors as reads
-from annotation.studies.load import MAX_GAP_MINUTES, MAX_SITTING_LIMIT, study_set_sitting_limit
-from annotation.studies.sampling import (
-    MIN_PREVIOUS_LABELS,
-    PlanPreview,
-    plan_preview,
-    previous_disagreement,
-)
-from annotation.studies.sampling_forms import (
+from annotation.sampling.forms import (
     METHOD_HELP,
     PlanForm,
     PlannedStudyForm,
     run_choices_queryset,
 )
-from annotation.studies.sampling_services import plan_inclusion_rows, study_create_from_plan
+from annotation.sampling.selectors import (
+    MIN_PREVIOUS_LABELS,
+    PlanPreview,
+    plan_preview,
+    previous_disagreement,
+)
+from annotation.sampling.services import plan_inclusion_rows, study_create_from_plan
+from annotation.studies import selectors as reads
+from annotation.studies.load import MAX_GAP_MINUTES, MAX_SITTING_LIMIT, study_set_sitting_limit
 from core.csvstream import stream_csv
 from judging.sources import run_conversations, run_label_sources
 

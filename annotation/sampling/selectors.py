@@ -16,7 +16,7 @@ When clinicians already rated some of the run's conversations in a study the use
 those rates are offered instead of the defaults.
 
 The reads are here (``plan_population``, ``plan_preview``); the one write,
-``study_create_from_plan``, is in :mod:`annotation.studies.sampling_services`.
+``study_create_from_plan``, is in :mod:`annotation.sampling.services`.
 """
 
 from __future__ import annotations

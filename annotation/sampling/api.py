@@ -21,12 +21,12 @@ from rest_framework.views import APIView
 
 from annotation.errors import AnnotationError
 from annotation.models import SamplingMethod, SamplingPlan
+from annotation.sampling.forms import PlanForm
+from annotation.sampling.selectors import plan_preview
+from annotation.sampling.services import plan_inclusion_rows, study_create_from_plan
 from annotation.studies import selectors as reads
 from annotation.studies.api import IsStudyStaff
 from annotation.studies.load import study_set_sitting_limit
-from annotation.studies.sampling import plan_preview
-from annotation.studies.sampling_forms import PlanForm
-from annotation.studies.sampling_services import plan_inclusion_rows, study_create_from_plan
 from annotation.studies.serializers import StudyCreateSerializer, StudySerializer
 from judging.errors import JudgingError
 from judging.sources import label_source_get

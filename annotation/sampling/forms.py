@@ -7,13 +7,13 @@ from typing import Any
 from django import forms
 
 from annotation.models import SamplingMethod
-from annotation.studies.forms import StudyCreateForm
-from annotation.studies.sampling import (
+from annotation.sampling.selectors import (
     DEFAULT_AGREE_DISAGREEMENT,
     DEFAULT_BOOST,
     DEFAULT_SPLIT_DISAGREEMENT,
     PlanOptions,
 )
+from annotation.studies.forms import StudyCreateForm
 from judging.errors import JudgingError
 from judging.models import Judge, JudgeRun
 from judging.sources import label_source_get
