@@ -46,11 +46,16 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
         return None
     chatbots = [r["chatbot"] for r in rows]
     traces = []
+    not_drawn = []
     for n, method in enumerate(PLOT_ORDER):
         xs, ys, minus, plus, text = [], [], [], [], []
         for i, row in enumerate(rows):
             est = row.get(method)
             if not est or est.get("estimate") is None or est.get("low") is None:
+                # An interval that cannot be estimated is said in words, never drawn as a point.
+                why = (est or {}).get("cannot_estimate") or row.get("error")
+                if why:
+                    not_drawn.append(f"{data['methods'][method]} for {row['chatbot']}: {why}")
                 continue
             lowest, highest = BOUNDS[row["scale"]]  # the plot, like the table, stops at the score's bounds
             xs.append(est["estimate"])
@@ -65,7 +70,7 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
             "text": text, "hoverinfo": "text",
         })
     scale = rows[0]["scale"]
-    return {"traces": traces, "chatbots": chatbots, "scale": scale}
+    return {"traces": traces, "chatbots": chatbots, "scale": scale, "not_drawn": not_drawn}
 
 
 @roles_required(*REPORT_ROLES)
@@ -76,7 +81,11 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
     score = request.GET.get("score") or (scores[0]["key"] if scores else "")
     if scores and score not in {s["key"] for s in scores}:
         score = scores[0]["key"]
-    rows = [r for r in (data or {}).get("rows", []) if r["score"] == score]
+    rows = [
+        {**r, "lam_label": f"(λ {r['lam_tuned']:.2f})" if r.get("lam_tuned") is not None else ""}
+        for r in (data or {}).get("rows", []) if r["score"] == score
+    ]
+    plot = plot_data(data, score) if data and rows else None
     context = {
         "study": study,
         "run": run,
@@ -88,7 +97,8 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
         "score": score,
         "score_label": next((s["label"] for s in scores if s["key"] == score), ""),
         "rows": rows,
-        "plot": json.dumps(plot_data(data, score)) if data and rows else None,
+        "plot": json.dumps(plot) if plot else None,
+        "plot_missing": (plot or {}).get("not_drawn", []),
         "chart_height": 120 + 90 * len(rows),
     }
     return render(request, "reports/judge_assisted.html", context, status=400 if error else 200)

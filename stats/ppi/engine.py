@@ -293,7 +293,7 @@ def _check_weights(d: Sample, judge_term: JudgeTerm) -> None:
         raise StatsInputError(
             "PPI with unequal inclusion probabilities needs those of the unrated conversations "
             "too (unlabeled_inclusion_prob: each unrated conversation counts 1/(1 - π)), or "
-            "judge_term='all' (the two-phase estimator, which needs only the rated ones')"
+            "judge_term='all' (the two-phase estimator, which needs only the rated ones)"
         )
 
 
