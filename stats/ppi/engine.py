@@ -38,7 +38,9 @@ the weighted formula reproduces ppi_py on unweighted data. (ppi_py's own weighte
 uses var₀(w x), which is not centred on the weighted mean and grows with the spread of the
 weights times the mean; it is not used.) The weighted λ̂ is the same formula with the
 Hájek-weighted covariance and the effective sizes 1/Σ w̃² and 1/Σ ṽ² in place of n and N';
-it reduces to ppi_py's with equal weights. The fixed-size stratified plans of
+it reduces to ppi_py's with equal weights. A rated conversation with π = 1 (a stratum the
+plan rated in full) is never among the unrated, so it also enters the judge term, with weight
+1: a certainty stratum, as in any Horvitz-Thompson estimator. The fixed-size stratified plans of
 :mod:`stats.sampling` are treated as Poisson sampling, which is conservative.
 
 **Two-phase difference estimator** (``judge_term="all"``): the judge term averages over all
@@ -138,10 +140,26 @@ def _hajek(w: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _shares(d: Sample) -> tuple[np.ndarray, np.ndarray]:
-    """Return the normalised weights w̃ (rated, 1/π) and ṽ (unrated, 1/(1 - π))."""
+    """Return the normalised weights w̃ (rated, 1/π) and ṽ (judge term, see ``_judge_sample``)."""
     w = 1 / d.pi
+    v, _ = _judge_sample(d)
+    return w / w.sum(), (v / v.sum() if v.size else v)
+
+
+def _judge_sample(d: Sample) -> tuple[np.ndarray, np.ndarray]:
+    """Return the judge term's weights and scores: the unrated conversations, 1/(1 - π) each.
+
+    Rated conversations a plan was sure to pick (π = 1, a stratum rated in full) never appear
+    among the unrated ones, so the unrated would not represent them: they enter the judge term
+    too, with weight 1, as a certainty stratum does in any Horvitz-Thompson estimator.
+    """
     v = 1 / (1 - d.pi_unlabeled) if d.m else np.zeros(0)
-    return w / w.sum(), (v / v.sum() if d.m else v)
+    f = d.f_unlabeled
+    certain = d.pi >= 1 if d.weighted else np.zeros(d.n, dtype=bool)
+    if certain.any() and d.m:
+        v = np.concatenate([v, np.ones(int(certain.sum()))])
+        f = np.vstack([f, d.f_labeled[certain]])
+    return v, f
 
 
 def _linearised_var(weights: np.ndarray, x: np.ndarray) -> float:
@@ -154,7 +172,7 @@ def _means(d: Sample, lam: float, judge_term: JudgeTerm) -> np.ndarray:
     """Return the vector of estimated means for this λ (λ = 0: human-only)."""
     if judge_term == "unlabeled":
         wl, wu = _shares(d)
-        judge = wu @ d.f_unlabeled if d.m else np.zeros(d.y.shape[1])
+        judge = wu @ _judge_sample(d)[1] if d.m else np.zeros(d.y.shape[1])
         return lam * judge + wl @ (d.y - lam * d.f_labeled)
     n_total = d.n + d.m
     judge_mean = (d.f_labeled.sum(axis=0) + d.f_unlabeled.sum(axis=0)) / n_total
@@ -166,7 +184,7 @@ def _variance(d: Sample, lam: float, grad: np.ndarray, judge_term: JudgeTerm) ->
     z, zh = d.y @ grad, d.f_labeled @ grad
     if judge_term == "unlabeled":
         wl, wu = _shares(d)
-        imputed = lam**2 * _linearised_var(wu, d.f_unlabeled @ grad) if lam and d.m else 0.0
+        imputed = lam**2 * _linearised_var(wu, _judge_sample(d)[1] @ grad) if lam and d.m else 0.0
         return imputed + _linearised_var(wl, z - lam * zh)
     n = d.n
     w = 1 / d.pi

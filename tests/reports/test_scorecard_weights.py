@@ -11,7 +11,16 @@ from annotation.sampling.selectors import PlanOptions
 from annotation.sampling.services import study_create_from_plan
 from reports.services import study_scorecard
 from tests.conftest import client_for
-from tests.support.judged import AMHART_KEYS, amhart, chatbot_of, corpus, judged_run, judges_for, rate_all, rated_study
+from tests.support.judged import (
+    AMHART_KEYS,
+    amhart,
+    chatbot_of,
+    corpus,
+    judged_run,
+    judges_for,
+    rate_all,
+    rated_study,
+)
 
 
 def _labels(good: bool) -> dict[str, str]:

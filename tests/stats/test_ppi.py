@@ -421,3 +421,27 @@ def test_item_rate_with_not_applicable_answers_covers_in_simulation() -> None:
     assert 0.90 <= covered / studies <= 0.99
     mean, mc = _mean_and_mc_error(estimates)
     assert abs(mean - 0.6) < 4 * mc
+
+
+def test_a_stratum_rated_in_full_enters_the_judge_term_as_a_certainty_stratum() -> None:
+    # Few flagged conversations and a large boost: the plan rates every flagged one (π = 1),
+    # so none is left among the unrated. Without them in the judge term, PPI would miss the
+    # judge's errors there; with them (weight 1) it stays unbiased and covers.
+    rng = np.random.default_rng(31)
+    n_total, n, studies = 800, 120, 200
+    ids = list(range(n_total))
+    estimates = []
+    for _ in range(studies):
+        y, f = _biased_judge(rng, (n_total,))
+        wrong = y != f
+        flags = (f == 1) & (rng.random(n_total) < 0.15) & ~wrong  # judge yes and right: ~10%
+        plan = plan_oversample(ids, flags.tolist(), n, rng, boost=50.0)
+        pi = np.array([plan.inclusion_prob[i] for i in ids])
+        assert (pi[flags] == 1).all()
+        rated = np.zeros(n_total, dtype=bool)
+        rated[list(plan.selected)] = True
+        estimates.append(ppi_mean(y[rated], f[rated], f[~rated], inclusion_prob=pi[rated],
+                                  unlabeled_inclusion_prob=pi[~rated]).ppi)
+    mean, mc = _mean_and_mc_error([e.estimate for e in estimates])
+    assert abs(mean - TRUTH) < 4 * mc
+    assert 0.90 <= _coverage(estimates) <= 0.99
