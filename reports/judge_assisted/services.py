@@ -96,8 +96,12 @@ class Weights:
         return self.rated is not None
 
 
-def _weights(study: Study, run: JudgeRun, rated: list[int], judged: list[int]) -> Weights:
-    """Return the inclusion probabilities to use (None: equal weights) and why."""
+def _weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of: dict[int, str]) -> Weights:
+    """Return the inclusion probabilities to use (None: equal weights) and why.
+
+    ``chatbot_of`` maps every judged conversation of the run to its chatbot.
+    """
+    judged = list(chatbot_of)
     plan = selectors.study_plan(study)
     if plan.plan is None:
         return Weights(None, None, (
@@ -117,14 +121,28 @@ def _weights(study: Study, run: JudgeRun, rated: list[int], judged: list[int]) -
             "than this run: its inclusion probabilities do not apply here, and equal weights are used (unweighted). "
             f"Choose run {plan.plan.judge_run_id} for weighted estimates."
         ))
-    # Picked conversations still without a consensus: assumed missing at random among the picked ones, so each
-    # conversation's chance of being *rated* is π times the share of picked conversations rated so far.
-    share = len(rated) / len(plan.inclusion_prob) if plan.inclusion_prob else 1.0
+    # Picked conversations still without a consensus: assumed missing at random among the picked conversations of
+    # the same chatbot and inclusion probability (a stratum, or strata alike), so a conversation's chance of being
+    # *rated* is π times the share of its group's picked conversations rated so far.
+    def group(cid: int, pi: float) -> tuple[str, float]:
+        return chatbot_of.get(cid, ""), round(pi, 12)
+
+    picked_n: dict[tuple[str, float], int] = defaultdict(int)
+    rated_n: dict[tuple[str, float], int] = defaultdict(int)
+    rated_set = set(rated)
+    for cid, pi in plan.inclusion_prob.items():
+        picked_n[group(cid, pi)] += 1
+        rated_n[group(cid, pi)] += cid in rated_set
+
+    def share(cid: int, pi: float) -> float:
+        key = group(cid, pi)
+        return rated_n[key] / picked_n[key] if picked_n.get(key) else 1.0
+
     waiting = len(plan.inclusion_prob) - len(rated)
     pending = (
         f" {waiting} of the plan's {len(plan.inclusion_prob)} conversations have no consensus yet: the estimate "
-        "assumes they would not differ from the rated ones (each conversation's chance of being rated is taken as "
-        f"π × {share:.2f}; it firms up as they are rated)."
+        "assumes they would not differ from the rated ones of the same chatbot and stratum (a conversation's chance "
+        "of being rated is taken as π times the share of its stratum rated so far; it firms up as they are rated)."
         if waiting > 0 else ""
     )
     where = (f"{plan.plan.get_method_display().lower()} from this run" if plan.plan.judge_run_id == run.pk
@@ -133,13 +151,12 @@ def _weights(study: Study, run: JudgeRun, rated: list[int], judged: list[int]) -
         f"Weighted by the study's sampling plan ({where}): Hájek estimates, each rated conversation counting 1/π "
         "and each unrated one 1/(1 − π), π its recorded inclusion probability." + pending
     )
-    rated_pi = {cid: plan.inclusion_prob[cid] * share for cid in rated}
+    rated_pi = {cid: plan.inclusion_prob[cid] * share(cid, plan.inclusion_prob[cid]) for cid in rated}
     units, why = plan_unit_inclusion(plan.plan)
-    rated_set = set(rated)
     if units is None or any(cid not in units for cid in judged if cid not in rated_set):
         why = why or "the plan does not record the chances of every conversation of this run"
         return Weights(rated_pi, None, note, why)
-    unrated_pi = {cid: units[cid] * share for cid in judged if cid not in rated_set}
+    unrated_pi = {cid: units[cid] * share(cid, units[cid]) for cid in judged if cid not in rated_set}
     return Weights(rated_pi, unrated_pi, note)
 
 
@@ -281,7 +298,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
     if not labels.conversations:
         payload["empty"] = "This run has no judged conversation (or all were flagged by the integrity checks)."
         return payload
-    weights = _weights(study, run, rated, list(labels.conversations))
+    weights = _weights(study, run, rated, {cid: c.chatbot for cid, c in labels.conversations.items()})
     payload["weighted"] = weights.weighted
     payload["weights"] = "inverse inclusion probabilities (Hájek)" if weights.weighted else "equal (unweighted)"
     payload["notes"].insert(0, weights.note)

@@ -61,7 +61,10 @@ def check_inclusion_prob(inclusion_prob: Values, n: int, which: str = "human-rat
         raise StatsInputError(
             "inclusion_prob has a missing value: every rated conversation needs one"
         )
-    if (pi <= 0).any() or (pi > 1).any():
+    if which != "human-rated":  # an unrated conversation may have had no chance of being rated (weight 1)
+        if (pi < 0).any() or (pi > 1).any():
+            raise StatsInputError("inclusion probabilities of the unrated conversations must lie in [0, 1)")
+    elif (pi <= 0).any() or (pi > 1).any():
         raise StatsInputError("inclusion probabilities must lie in (0, 1]")
     return pi
 

@@ -89,4 +89,4 @@ def test_a_study_without_a_plan_is_labelled_unweighted(db, coordinator, clinicia
     assert card["weighting"]["weighted"] is False and card["weighting"]["note"].startswith("Unweighted")
     assert "mean_score_unweighted" not in card["by_chatbot"][0]
     body = client_for(coordinator).get(f"/reports/studies/{study.pk}/scorecard/").content.decode()
-    assert "Unweighted." in body
+    assert "Unweighted: every rated conversation counts the same" in body
