@@ -77,6 +77,15 @@ def test_oversampled_disagreements_pull_the_unweighted_score_down_but_not_the_we
     assert {"mean_score", "mean_score_unweighted", "weighted"} <= set(rows[0])
     api = client.get(f"/api/v1/reports/studies/{study.pk}/scorecard/").json()
     assert api["weighting"]["weighted"] is True
+    # The study zip carries the same weighted tables and says so.
+    import zipfile
+
+    from reports.services import study_export_zip
+
+    archive = zipfile.ZipFile(io.BytesIO(study_export_zip(study=study)))
+    assert "Weighted by the study's sampling plan" in archive.read("README.txt").decode()
+    zipped = list(csv.DictReader(io.StringIO(archive.read("scores_by_chatbot.csv").decode())))
+    assert float(zipped[0]["mean_score"]) == pytest.approx(0.75) and "mean_score_unweighted" in zipped[0]
 
 
 def test_a_study_without_a_plan_is_labelled_unweighted(db, coordinator, clinician):
