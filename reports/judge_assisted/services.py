@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.models import Study
-from annotation.sampling.selectors import plan_unit_inclusion
+from annotation.sampling.inclusion import plan_unit_inclusion
 from corpus.models import InstrumentKind
 from judging.models import JudgeRun
 from judging.sources import LabelSource, label_source_get, run_labels
