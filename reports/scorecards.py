@@ -42,14 +42,20 @@ def _respell(rows: list[dict[str, Any]], labels: dict[str, ItemLabels]) -> tuple
     return rows, bad
 
 
-def scorecard(rows: list[dict[str, Any]], instrument: Instrument, progress: Progress) -> dict[str, Any]:
-    """Return the scorecard of long-form label rows (``reports.selectors.design_row``) for an instrument."""
+def scorecard(
+    rows: list[dict[str, Any]], instrument: Instrument, progress: Progress, weights: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """Return the scorecard of long-form label rows (``reports.selectors.design_row``) for an instrument.
+
+    ``weights`` (conversation code -> 1/π) makes the scores Hájek estimates under a sampling plan
+    (:mod:`stats.scorecard`); the category and 1-5 distributions stay counts of the rated conversations.
+    """
     labels = instrument_labels(instrument)
     rows, n_off_scale = _respell(rows, labels)
     info = {k: {"text": v.text, "number": v.number, "scale": v.scale} for k, v in labels.items()}
     if instrument.kind == InstrumentKind.FLOW:
         progress(0.5, "VERA-MH scores by dimension")
-        card = vera_mh_scorecard(rows)
+        card = vera_mh_scorecard(rows, weights)
         return {"kind": "vera-mh", "items_info": info, "n_off_scale": n_off_scale, **card}
     scored = [k for k, v in labels.items() if v.scale in SCORED_SCALES]
     described = {k: v for k, v in labels.items() if v.scale in DESCRIBED_SCALES}
@@ -61,7 +67,7 @@ def scorecard(rows: list[dict[str, Any]], instrument: Instrument, progress: Prog
     score_rows = [r for r in rows if r["item"] in set(scored)]
     progress(0.4, "scores of the yes/no items")
     if score_rows:
-        out.update(amhart_scorecard(score_rows))
+        out.update(amhart_scorecard(score_rows, weights))
         out.pop("empty", None)
     progress(0.7, "label distributions of the category and 1-5 items")
     if described:
@@ -103,7 +109,9 @@ def compute_study_scorecard(study: Any, progress: Progress) -> dict[str, Any]:
             status[provenance] += 1
         elif is_provisional:
             provisional += 1
-    card = scorecard(rows, study.instrument, progress)
+    weights, weighting = selectors.study_inclusion_weights(study)
+    card = scorecard(rows, study.instrument, progress, weights)
+    card["weighting"] = weighting
     n_items = len([k for k, v in instrument_labels(study.instrument).items() if not v.is_text])
     n_conversations = study.study_conversations.filter(is_calibration=False).count()
     reasons: Counter[str] = Counter()

@@ -8,7 +8,14 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
 from django.http import Http404
 
-from annotation.models import AssignmentStatus, ConsensusLabel, Rating, RatingStatus, Study
+from annotation.models import (
+    AssignmentStatus,
+    ConsensusLabel,
+    Rating,
+    RatingStatus,
+    SamplingPlan,
+    Study,
+)
 from annotation.studies.selectors import study_list_for_user
 from corpus.models import InstrumentKind, Scale
 
@@ -134,6 +141,34 @@ def study_consensus_rows(study: Study) -> list[dict]:
         {**design_row(c.conversation, c.item_key, c.label, domains), "provenance": c.provenance, "provisional": c.provisional}
         for c in qs
     ]
+
+
+def study_inclusion_weights(study: Study) -> tuple[dict[str, float] | None, dict]:
+    """Return each main conversation's weight 1/π (by code) under the study's sampling plan, and what to say.
+
+    None (unweighted) when the study has no plan, or when a main conversation has no recorded inclusion
+    probability; the second value says which, for the page, the API and the CSV.
+    """
+    plan = SamplingPlan.objects.filter(study=study).select_related("judge_run").first()
+    if plan is None:
+        return None, {"weighted": False, "weights": "equal (unweighted)",
+                      "note": "Unweighted: every rated conversation counts the same (this study has no sampling plan)."}
+    links = list(study.study_conversations.filter(is_calibration=False).values_list("conversation__code", "inclusion_prob"))
+    missing = [code for code, pi in links if not pi]
+    if missing:
+        return None, {"weighted": False, "weights": "equal (unweighted)",
+                      "note": f"Unweighted: {len(missing)} of the study's conversations have no recorded inclusion probability, "
+                              "so the sampling plan cannot be undone; every rated conversation counts the same."}
+    return {code: 1 / pi for code, pi in links}, {
+        "weighted": True,
+        "weights": "inverse inclusion probabilities (Hájek)",
+        "note": (f"Weighted by the study's sampling plan ({plan.get_method_display().lower()}, {plan.n} of the "
+                 f"{plan.population} conversations of judge run {plan.judge_run_id}): each rated conversation counts "
+                 "1/π times, π its chance of being drawn, so the scores estimate the run's conversations, not the "
+                 "sample (Hájek estimator; Särndal, Swensson & Wretman 1992, sec. 5.7). The unweighted figures, "
+                 "which describe the sample as drawn, are beside them."),
+        "plan": {"method": plan.method, "n": plan.n, "population": plan.population, "judge_run": plan.judge_run_id},
+    }
 
 
 def study_text_answers(study: Study, keys: list[str]) -> list[dict]:

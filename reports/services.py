@@ -199,6 +199,7 @@ def study_export_zip(*, study: Study) -> bytes:
             f"intervals: {reliability.get('interval_method_label', 'none')}).\n"
             "scores_*.csv: scorecard tables computed from the human consensus "
             "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
+            + f"  {(card.get('weighting') or {}).get('note', '')}\n"
             + _coverage_line(card),
         )
     return buffer.getvalue()

@@ -261,6 +261,8 @@ def _score_chart(data: dict) -> str | None:
         axes = {"x": "Dimension", "y": "VERA-MH score (0–100)"}
     if not rows:
         return None
+    if (data.get("weighting") or {}).get("weighted"):
+        axes["y"] = "Weighted mean score (% yes)" if data.get("kind") == "checklist" else "Weighted VERA-MH score (0–100)"
     chatbots = sorted({r["chatbot"] for r in rows})
     traces = [
         {"type": "bar", "name": cb, "x": [r[x] for r in rows if r["chatbot"] == cb],

@@ -16,7 +16,8 @@ shared among the others), then rounded by largest remainder so the n_h sum to n 
 1977, Sampling Techniques, ch. 5, on proportional allocation).
 
 The expected interval width before assigning (:func:`expected_ppi_width`,
-:func:`expected_plan_width`) uses the variance formulas of :mod:`stats.ppi.engine` with planning values:
+:func:`expected_plan_width`) uses the variance formulas of :mod:`stats.ppi.engine` (PPI as
+Angelopoulos et al. 2023 and ppi_py; the two-phase estimator beside it) with planning values:
 var(Y) (the spread of the score; from a pilot, or the judge scores' variance as a stand-in)
 and the residual variance var(Y - Ŷ) (from a pilot study, a previous validation of the same
 judge, or :func:`residual_variance_from_agreement` for a yes/no item).
@@ -281,9 +282,12 @@ def plan_oversample(
 class PlannedWidth:
     """Expected standard errors and interval widths for a planned number of human ratings.
 
-    ``ppi_*`` is classical PPI (judge term over all N, the default of :func:`stats.ppi.ppi_mean`);
-    ``tuned_*`` PPI++ at the planning values' optimal λ (None without ``var_yhat``);
-    ``human_only_*`` the human sample alone. ``effective_n`` = var(Y) / Var(ppi).
+    ``ppi_*`` is PPI (Angelopoulos et al. 2023, the default of :func:`stats.ppi.ppi_mean`:
+    judge term over the unrated conversations); ``tuned_*`` PPI++ at the planning values'
+    optimal λ (None without ``var_yhat``); ``human_only_*`` the human sample alone;
+    ``two_phase_*`` the two-phase difference estimator (judge term over all N).
+    ``effective_n`` = var(Y) / Var(ppi). Every variance is of the superpopulation kind the
+    estimators use (no finite-population correction on the human sample).
     """
 
     n: float
@@ -297,6 +301,8 @@ class PlannedWidth:
     tuned_width: float | None
     tuned_lam: float | None
     effective_n: float | None
+    two_phase_std_error: float | None = None
+    two_phase_width: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         """Return a JSON-ready mapping."""
@@ -315,15 +321,15 @@ def _planned(
     population: int,
     confidence: float,
     var_y: float,
-    phase2: float,
-    human_phase2: float,
-    tuned_phase2: float | None,
+    ppi_var: float,
+    human_var: float,
+    tuned_var: float | None,
     tuned_lam: float | None,
+    two_phase_var: float,
 ) -> PlannedWidth:
     z = z_value(confidence)
-    ppi = np.sqrt(var_y / population + phase2)
-    human = np.sqrt(var_y / population + human_phase2)
-    tuned = None if tuned_phase2 is None else float(np.sqrt(var_y / population + tuned_phase2))
+    ppi, human, two_phase = np.sqrt(ppi_var), np.sqrt(human_var), np.sqrt(two_phase_var)
+    tuned = None if tuned_var is None else float(np.sqrt(tuned_var))
     return PlannedWidth(
         n=n,
         population=population,
@@ -336,6 +342,8 @@ def _planned(
         tuned_width=None if tuned is None else 2 * z * tuned,
         tuned_lam=tuned_lam,
         effective_n=float(var_y / ppi**2) if ppi > 0 and var_y > 0 else None,
+        two_phase_std_error=float(two_phase),
+        two_phase_width=float(2 * z * two_phase),
     )
 
 
@@ -350,37 +358,34 @@ def expected_ppi_width(
 ) -> PlannedWidth:
     """Return the expected interval widths for n simple-random human ratings out of N judged.
 
-    Var(PPI) = var_y/N + (1 - n/N) var_residual/n and Var(human-only) = var_y/n, the variances
-    of :mod:`stats.ppi.engine` (judge term over all N) with planning values: ``var_y`` the variance of the
-    human score, ``var_residual`` that of Y - Ŷ (module docstring says where they come from).
-    With ``var_yhat`` (the judge scores' variance, known from the judge run), cov(Y, Ŷ) =
-    (var_y + var_yhat - var_residual)/2 gives PPI++'s λ* = cov/var_yhat (clipped to [0, 1])
-    and its residual variance var_y - 2λ* cov + λ*² var_yhat. Width = 2 z SE; the realised
-    width varies around it. Raises StatsInputError unless 1 <= n <= N and the variances are
-    finite and >= 0.
+    Var(PPI) = var_yhat/(N - n) + var_residual/n (the paper's variance, :mod:`stats.ppi.engine`;
+    ``var_yhat`` defaults to ``var_y``) and Var(human-only) = var_y/n, with planning values:
+    ``var_y`` the variance of the human score, ``var_residual`` that of Y - Ŷ (module docstring
+    says where they come from). The two-phase line is var_y/N + (1 - n/N) var_residual/n. With
+    ``var_yhat`` given, cov(Y, Ŷ) = (var_y + var_yhat - var_residual)/2 gives PPI++'s
+    λ* = cov / ((1 + n/(N - n)) var_yhat) (clipped to [0, 1]) and its variance
+    λ*² var_yhat/(N - n) + (var_y - 2λ* cov + λ*² var_yhat)/n. When every conversation is
+    rated (n = N) the judges add nothing and PPI's line is the human-only one. Width = 2 z SE;
+    the realised width varies around it. Raises StatsInputError unless 1 <= n <= N and the
+    variances are finite and >= 0.
     """
     confidence = check_confidence(confidence)
     var_y, var_residual = _check_var("var_y", var_y), _check_var("var_residual", var_residual)
     if not 1 <= n <= population:
         raise StatsInputError(f"n must be between 1 and population ({population}), not {n}")
-    fpc = 1 - n / population
-    tuned_phase2 = tuned_lam = None
+    unrated = population - n
+    spread = var_y if var_yhat is None else _check_var("var_yhat", var_yhat)
+    ppi_var = spread / unrated + var_residual / n if unrated else var_y / n
+    tuned_var = tuned_lam = None
     if var_yhat is not None:
-        var_yhat = _check_var("var_yhat", var_yhat)
-        cov = (var_y + var_yhat - var_residual) / 2
-        tuned_lam = float(np.clip(cov / var_yhat, 0, 1)) if var_yhat > 0 else 1.0
-        residual = var_y - 2 * tuned_lam * cov + tuned_lam**2 * var_yhat
-        tuned_phase2 = fpc * max(residual, 0.0) / n
-    return _planned(
-        n,
-        population,
-        confidence,
-        var_y,
-        fpc * var_residual / n,
-        fpc * var_y / n,
-        tuned_phase2,
-        tuned_lam,
-    )
+        cov = (var_y + spread - var_residual) / 2
+        tuned_lam = 1.0
+        if unrated and spread > 0:
+            tuned_lam = float(np.clip(cov / ((1 + n / unrated) * spread), 0, 1))
+        residual = max(var_y - 2 * tuned_lam * cov + tuned_lam**2 * spread, 0.0)
+        tuned_var = (tuned_lam**2 * spread / unrated if unrated else 0.0) + residual / n
+    two_phase = var_y / population + (1 - n / population) * var_residual / n
+    return _planned(n, population, confidence, var_y, ppi_var, var_y / n, tuned_var, tuned_lam, two_phase)
 
 
 def expected_plan_width(
@@ -392,12 +397,21 @@ def expected_plan_width(
 ) -> PlannedWidth:
     """Return the expected interval widths of a plan with unequal inclusion probabilities.
 
-    Var(PPI) ≈ var_y/N + Σ_i (1 - π_i)/π_i · r_i / N² over all N judged conversations
-    (Poisson-sampling approximation of :mod:`stats.ppi.engine`'s Hájek variance), where r_i is
-    ``residual_var`` for conversation i: one number, or a mapping unit id -> expected
-    (Y_i - Ŷ_i - bias)², e.g. larger for flagged disagreements, which is what makes
-    oversampling them pay. The human-only line uses r_i = var_y. ``plan`` is a
-    :class:`SamplingPlan` or a mapping unit id -> π. No tuned line (None).
+    Under Poisson sampling with the plan's π, the expected variances of the Hájek-weighted
+    estimators of :mod:`stats.ppi.engine` are, over all N judged conversations,
+
+        Var(PPI)        ≈ [Σ_{π<1} var_y/(1 - π_i) + Σ_{π=1} var_y + Σ r_i/π_i] / N²
+        Var(human-only) ≈ Σ var_y/π_i / N²
+        Var(two-phase)  ≈ var_y/N + Σ (1 - π_i)/π_i · r_i / N²
+
+    where r_i is ``residual_var`` for conversation i: one number, or a mapping unit id ->
+    expected (Y_i - Ŷ_i - bias)², e.g. larger for flagged disagreements, which is what makes
+    oversampling them pay; var_y stands for the spread of both human and judge scores.
+    With equal π = n/N these are the simple-random formulas of :func:`expected_ppi_width`.
+    The tuned line (PPI++) takes var(Y - λŶ)_i = var_y (1 - λ)² + λ r_i and the λ that
+    minimises the sum. PPI (λ = 1) can widen as more conversations are rated, because fewer
+    are left unrated for its judge term; PPI++ then leans less on the judges. ``plan`` is a
+    :class:`SamplingPlan` or a mapping unit id -> π.
     """
     confidence = check_confidence(confidence)
     var_y = _check_var("var_y", var_y)
@@ -416,17 +430,24 @@ def expected_plan_width(
     else:
         r = np.full(len(units), _check_var("residual_var", residual_var))
     population = len(units)
-    factor = (1 - pi) / pi / population**2
-    return _planned(
-        float(round(pi.sum(), 9)),
-        population,
-        confidence,
-        var_y,
-        float(factor @ r),
-        float(factor.sum() * var_y),
-        None,
-        None,
-    )
+    squared = population**2
+    inverse = float((1 / pi).sum())
+    human = var_y * inverse / squared
+    if (pi >= 1).all():  # every conversation rated: nothing for the judges to add
+        ppi = tuned = human
+        lam = 0.0
+    else:
+        certain = pi >= 1
+        judge = float((var_y / (1 - pi[~certain])).sum() + var_y * certain.sum())
+        labelled = float((r / pi).sum())
+        ppi = (judge + labelled) / squared
+        # PPI++: var(Y - λŶ)_i = var_y (1 - λ)² + λ r_i when Y and Ŷ share the spread var_y, so
+        # Var(λ) = [λ² J + var_y (1 - λ)² Σ 1/π + λ Σ r/π] / N², least at the λ below.
+        total = judge + var_y * inverse
+        lam = float(np.clip((2 * var_y * inverse - labelled) / (2 * total), 0, 1)) if total > 0 else 1.0
+        tuned = (lam**2 * judge + var_y * (1 - lam) ** 2 * inverse + lam * labelled) / squared
+    two_phase = var_y / population + float(((1 - pi) / pi) @ r) / squared
+    return _planned(float(round(pi.sum(), 9)), population, confidence, var_y, ppi, human, tuned, lam, two_phase)
 
 
 def residual_variance_from_agreement(disagreement_rate: float, bias: float = 0.0) -> float:

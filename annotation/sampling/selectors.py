@@ -215,7 +215,10 @@ class Width:
     ppi_width: float | None
     human_only_width: float | None
     effective_n: float | None
-    note: str = ""
+    note: str = ""  # why a width is missing ("cannot be estimated: ...")
+    two_phase_width: float | None = None  # the two-phase difference estimator's, for the API
+    tuned_width: float | None = None  # PPI++ at the planning values' best λ
+    tuned_lam: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -225,14 +228,29 @@ def _width(group: str, units: list[PlanUnit], probs: dict[Hashable, float], valu
     scored = [u for u in units if u.id in values]
     expected = round(sum(probs[u.id] for u in units), 2)
     if len(scored) < 2:
-        return Width(group, len(units), expected, None, None, None, "fewer than two conversations with a judge score")
+        return Width(group, len(units), expected, None, None, None,
+                     "cannot be estimated: fewer than two conversations with a judge score")
     scores = np.array([values[u.id][0] for u in scored])
     var_y = float(np.var(scores, ddof=1))
     planned = expected_plan_width(
         {u.id: probs[u.id] for u in scored}, var_y=var_y,
         residual_var={u.id: values[u.id][1] for u in scored}, confidence=CONFIDENCE,
     )
-    return Width(group, len(units), expected, planned.ppi_width, planned.human_only_width, planned.effective_n)
+    flat = var_y <= 1e-12 * max(1.0, float(np.abs(scores).max()))
+    note = (
+        "cannot be estimated: the judges give every one of these conversations the same score, so there is no spread "
+        "to plan a humans-only interval (or what the judges are worth) with" if flat else ""
+    )
+    return Width(
+        group, len(units), expected,
+        planned.ppi_width if planned.ppi_width > 0 else None,
+        None if flat else planned.human_only_width,
+        None if flat else planned.effective_n,
+        note if flat or planned.ppi_width > 0 else "cannot be estimated: no spread in the planning values",
+        planned.two_phase_width,
+        planned.tuned_width if planned.tuned_width else None,
+        planned.tuned_lam,
+    )
 
 
 def plan_values(population: Population, options: PlanOptions) -> tuple[dict[int, tuple[float, float]], str]:
@@ -321,6 +339,11 @@ class PlanPreview:
     grid: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def width_notes(self) -> list[str]:
+        """Return, per group, why an expected width cannot be estimated (for the page)."""
+        return [f"{w.group}: {w.note}." for w in [*self.per_chatbot, self.pooled] if w.note]
+
     def as_dict(self) -> dict[str, Any]:
         opts = self.options
         return {
@@ -360,7 +383,8 @@ def plan_preview(run: JudgeRun, source_key: str | None, options: PlanOptions) ->
     sizes = sorted({n for n in (*GRID, options.n) if len(plan.strata) <= n <= len(population.units)})
     for n in sizes:
         width = pooled if n == options.n else plan_widths(population, draw_plan(population, options, n=n, seed=seed), values)[0]
-        grid.append({"n": n, "ppi_width": width.ppi_width, "human_only_width": width.human_only_width,
+        grid.append({"n": n, "ppi_width": width.ppi_width, "tuned_width": width.tuned_width,
+                     "human_only_width": width.human_only_width,
                      "chosen": n == options.n})
     warnings = []
     if not run.is_finished:
@@ -370,3 +394,4 @@ def plan_preview(run: JudgeRun, source_key: str | None, options: PlanOptions) ->
         warnings.append("Fewer than two rated conversations expected for " + ", ".join(thin)
                         + ": no judge-assisted interval for them. Rate more, or stratify.")
     return PlanPreview(population, options, plan, strata_rows(plan), pooled, per_chatbot, what, grid, warnings)
+

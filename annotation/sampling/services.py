@@ -58,8 +58,12 @@ def study_create_from_plan(
         allocation=options.allocation if options.method == SamplingMethod.STRATIFIED else "",
         boost=options.boost if options.method == SamplingMethod.OVERSAMPLE else None,
         seed=seed, n=plan.n, population=plan.population, strata=preview.strata,
-        planning={k: payload[k] for k in ("planning", "expected_width", "expected_width_by_chatbot", "width_by_n", "n_flagged",
-                                          "disagreement_threshold", "split_histogram")},
+        planning={
+            **{k: payload[k] for k in ("planning", "expected_width", "expected_width_by_chatbot", "width_by_n", "n_flagged",
+                                       "disagreement_threshold", "split_histogram")},
+            # Every judged conversation's π, the unpicked ones' too: judge-assisted estimates weight them 1/(1 - π).
+            "unit_inclusion_prob": {str(k): v for k, v in plan.inclusion_prob.items()},
+        },
     )
     study_event(
         study=study, actor=created_by, action="sampling_plan", method=options.method, judge_run=run.pk,

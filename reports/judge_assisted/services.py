@@ -3,40 +3,55 @@
 The judges (a run's ensemble, or one judge) labelled every conversation of the run; the
 clinicians of a study rated some of them. For each chatbot and each score (AMHART score and
 every yes/no item's yes-rate; or the VERA-MH overall score and each dimension's score) the
-prediction-powered estimate (:mod:`stats.ppi`) corrects the judges' figure over all the
-chatbot's judged conversations by the mean human-minus-judge difference on the rated ones, with
-an interval that accounts for both. The judge-only interval ignores the judges' errors; the
-human-only interval uses the ratings alone: side by side, the researcher sees what the human
-sample buys (the correction) and what the judges buy (the effective number of ratings).
+prediction-powered estimate (PPI, Angelopoulos et al., Science 2023, as ppi_py computes it;
+:mod:`stats.ppi`) corrects the judges' figure over the chatbot's unrated conversations by the
+mean human-minus-judge difference on the rated ones, with an interval that accounts for both.
+PPI++ tunes how much to lean on the judges. The two-phase difference estimator (judge term
+over every judged conversation) is given too, under its own name, in the API and CSV. The
+judge-only interval ignores the judges' errors; the human-only interval uses the ratings
+alone: side by side, the researcher sees what the human sample buys (the correction) and what
+the judges buy (the effective number of ratings). A chatbot nobody rated still gets its
+judges-only figure, with the warning that it is uncorrected.
 
-Rated conversations are weighted by 1/π when the study was drawn with a sampling plan from
-this run's conversations (or from a run that judged exactly the same ones); otherwise they are
-treated as a simple random sample of the run's conversations, and the page says so.
+Rated conversations are weighted by 1/π, and unrated ones by 1/(1 - π), when the study was
+drawn with a sampling plan from this run's conversations (or from a run that judged exactly
+the same ones): Hájek means (:mod:`stats.ppi.engine`). Otherwise they are treated as a simple
+random sample of the run's conversations, and the page says so.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from annotation.models import Study
+from annotation.sampling.inclusion import plan_unit_inclusion
 from corpus.models import InstrumentKind
 from judging.models import JudgeRun
 from judging.sources import LabelSource, label_source_get, run_labels
 from reports import jobs
 from reports.judge_assisted import selectors
 from stats.data import StatsInputError
-from stats.ppi import PPIEstimate, ppi_amhart_score, ppi_item_rate, ppi_vera_mh_score
+from stats.ppi import ESTIMATORS, PPIEstimate, ppi_amhart_score, ppi_item_rate, ppi_vera_mh_score
 
 CONFIDENCE = 0.95
-METHODS = ("judge_only", "human_only", "ppi", "ppi_tuned")
+METHODS = ("judge_only", "human_only", "ppi", "ppi_tuned", "two_phase")
 METHOD_LABELS = {
-    "judge_only": "Judges only",
+    "judge_only": "Judges only (uncorrected)",
     "human_only": "Humans only",
     "ppi": "Judge-assisted (PPI)",
     "ppi_tuned": "Judge-assisted, power-tuned (PPI++)",
+    "two_phase": "Two-phase difference estimator",
 }
+# The stats package's name of each page method (its estimator name and reference).
+METHOD_KEYS = {"judge_only": "judge_only", "human_only": "human_only", "ppi": "ppi", "ppi_tuned": "ppi++",
+               "two_phase": "two_phase"}
+NO_RATINGS = (
+    "Judges only, uncorrected: no clinician rated {what} of this chatbot's conversations, so the judges' errors are not "
+    "corrected and their interval ignores them."
+)
 
 
 KIND = "judge_assisted"
@@ -67,42 +82,82 @@ def _compute_report(params: dict[str, Any], progress: jobs.Progress) -> dict[str
     return _compute(*_params(params))
 
 
-def _weights(study: Study, run: JudgeRun, rated: list[int]) -> tuple[dict[int, float] | None, str]:
-    """Return the inclusion probabilities to use (None: equal weights) and why."""
+@dataclass(frozen=True)
+class Weights:
+    """The inclusion probabilities the estimators use, and what the page says of them."""
+
+    rated: dict[int, float] | None  # π of each rated conversation (None: equal weights)
+    unrated: dict[int, float] | None  # π of every other judged conversation (None: not known)
+    note: str
+    why_no_unrated: str = ""  # why PPI cannot be weighted although the rated π are known
+
+    @property
+    def weighted(self) -> bool:
+        return self.rated is not None
+
+
+def _weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of: dict[int, str]) -> Weights:
+    """Return the inclusion probabilities to use (None: equal weights) and why.
+
+    ``chatbot_of`` maps every judged conversation of the run to its chatbot.
+    """
+    judged = list(chatbot_of)
     plan = selectors.study_plan(study)
     if plan.plan is None:
-        return None, (
+        return Weights(None, None, (
             "This study has no recorded sampling plan: its rated conversations are treated as a simple random "
-            "sample of the run's conversations. If they were picked otherwise (by persona, by chatbot, by hand), "
-            "the judge-assisted and human-only estimates can be biased."
-        )
+            "sample of the run's conversations (equal weights). If they were picked otherwise (by persona, by "
+            "chatbot, by hand), the judge-assisted and human-only estimates can be biased."
+        ))
     missing = [cid for cid in rated if cid not in plan.inclusion_prob]
     if missing:
-        return None, (
+        return Weights(None, None, (
             f"{len(missing)} rated conversation(s) have no recorded inclusion probability: equal weights are used, "
-            "as if the sample were simple random."
-        )
+            "as if the sample were simple random (unweighted)."
+        ))
+    if plan.plan.judge_run_id != run.pk and not selectors.same_population(plan.plan.judge_run, run):
+        return Weights(None, None, (
+            f"The study's sampling plan was drawn from run {plan.plan.judge_run_id}, which judged other conversations "
+            "than this run: its inclusion probabilities do not apply here, and equal weights are used (unweighted). "
+            f"Choose run {plan.plan.judge_run_id} for weighted estimates."
+        ))
+    # Picked conversations still without a consensus: assumed missing at random among the picked conversations of
+    # the same chatbot and inclusion probability (a stratum, or strata alike), so a conversation's chance of being
+    # *rated* is π times the share of its group's picked conversations rated so far.
+    def group(cid: int, pi: float) -> tuple[str, float]:
+        return chatbot_of.get(cid, ""), round(pi, 12)
+
+    picked_n: dict[tuple[str, float], int] = defaultdict(int)
+    rated_n: dict[tuple[str, float], int] = defaultdict(int)
+    rated_set = set(rated)
+    for cid, pi in plan.inclusion_prob.items():
+        picked_n[group(cid, pi)] += 1
+        rated_n[group(cid, pi)] += cid in rated_set
+
+    def share(cid: int, pi: float) -> float:
+        key = group(cid, pi)
+        return rated_n[key] / picked_n[key] if picked_n.get(key) else 1.0
+
     waiting = len(plan.inclusion_prob) - len(rated)
     pending = (
         f" {waiting} of the plan's {len(plan.inclusion_prob)} conversations have no consensus yet: the estimate "
-        "assumes they would not differ from the rated ones (it firms up as they are rated)."
+        "assumes they would not differ from the rated ones of the same chatbot and stratum (a conversation's chance "
+        "of being rated is taken as π times the share of its stratum rated so far; it firms up as they are rated)."
         if waiting > 0 else ""
     )
-    if plan.plan.judge_run_id == run.pk:
-        return plan.inclusion_prob, (
-            f"Weighted by the study's sampling plan ({plan.plan.get_method_display().lower()} from this run): "
-            "each rated conversation counts 1/π times." + pending
-        )
-    if selectors.same_population(plan.plan.judge_run, run):
-        return plan.inclusion_prob, (
-            f"Weighted by the study's sampling plan, drawn from run {plan.plan.judge_run_id}, which judged the "
-            "same conversations as this run: each rated conversation counts 1/π times." + pending
-        )
-    return None, (
-        f"The study's sampling plan was drawn from run {plan.plan.judge_run_id}, which judged other conversations "
-        "than this run: its inclusion probabilities do not apply here, and equal weights are used. "
-        f"Choose run {plan.plan.judge_run_id} for weighted estimates."
+    where = (f"{plan.plan.get_method_display().lower()} from this run" if plan.plan.judge_run_id == run.pk
+             else f"drawn from run {plan.plan.judge_run_id}, which judged the same conversations as this run")
+    note = (
+        f"Weighted by the study's sampling plan ({where}): Hájek estimates, each rated conversation counting 1/π "
+        "and each unrated one 1/(1 − π), π its recorded inclusion probability." + pending
     )
+    rated_pi = {cid: plan.inclusion_prob[cid] * share(cid, plan.inclusion_prob[cid]) for cid in rated}
+    units, why = plan_unit_inclusion(plan.plan)
+    if units is None or any(cid not in units for cid in judged if cid not in rated_set):
+        why = why or "the plan does not record the chances of every conversation of this run"
+        return Weights(rated_pi, None, note, why)
+    unrated_pi = {cid: units[cid] * share(cid, units[cid]) for cid in judged if cid not in rated_set}
+    return Weights(rated_pi, unrated_pi, note)
 
 
 def _scores(study: Study) -> list[tuple[str, str, str]]:
@@ -128,9 +183,15 @@ def _estimator(score: str, flow: bool) -> tuple[Estimator, Callable[[dict[str, s
     return (ppi_vera_mh_score if kind == "dimension" else ppi_item_rate), (lambda labels: labels.get(key))
 
 
+def _cannot(method: str, why: str) -> dict[str, Any]:
+    return {"method": METHOD_KEYS[method], "estimator": ESTIMATORS[METHOD_KEYS[method]]["name"], "estimate": None,
+            "std_error": None, "low": None, "high": None, "width": None, "confidence": CONFIDENCE, "ddof": 0,
+            "note": None, "cannot_estimate": f"cannot be estimated: {why}"}
+
+
 def _row(
     chatbot: str, score: tuple[str, str, str], flow: bool, human: dict[int, dict[str, str | None]],
-    judge: Callable[[int], dict[str, str | None]], rated: list[int], unrated: list[int], pi: dict[int, float] | None,
+    judge: Callable[[int], dict[str, str | None]], rated: list[int], unrated: list[int], weights: Weights,
 ) -> dict[str, Any]:
     key, label, scale = score
     estimator, entry = _estimator(key, flow)
@@ -141,30 +202,67 @@ def _row(
         [entry(judge(c)) for c in rated],
         [entry(judge(c)) for c in unrated],
     )
-    probs = [pi[c] for c in rated] if pi is not None else None
+    probs = [weights.rated[c] for c in rated] if weights.rated is not None else None
+    probs_u = [weights.unrated[c] for c in unrated] if weights.unrated is not None else None
+    paper_ok = probs is None or probs_u is not None
+    kw: dict[str, Any] = {"confidence": CONFIDENCE}
     try:
-        classical = estimator(*args, confidence=CONFIDENCE, inclusion_prob=probs)
-        tuned = estimator(*args, confidence=CONFIDENCE, inclusion_prob=probs, tuned=True)
+        two_phase = estimator(*args, **kw, inclusion_prob=probs, judge_term="all")
+        if paper_ok:
+            classical = estimator(*args, **kw, inclusion_prob=probs, unlabeled_inclusion_prob=probs_u)
+            tuned = estimator(*args, **kw, inclusion_prob=probs, unlabeled_inclusion_prob=probs_u, tuned=True)
     except StatsInputError as exc:
-        return {**row, "error": str(exc), **dict.fromkeys(METHODS)}
+        return {**row, "error": str(exc), "warning": None, **dict.fromkeys(METHODS)}
+    base = classical if paper_ok else two_phase
+    if paper_ok:
+        ppi, ppi_tuned = classical.ppi.as_dict(), tuned.ppi.as_dict()
+        lam_tuned, effective_tuned = tuned.lam, tuned.effective_n
+        notes = [*classical.notes, *tuned.notes]
+    else:
+        why = f"the plan's inclusion probabilities of the unrated conversations are not known ({weights.why_no_unrated})"
+        ppi, ppi_tuned = _cannot("ppi", why), _cannot("ppi_tuned", why)
+        lam_tuned, effective_tuned, notes = None, None, list(two_phase.notes)
+    warning = None
+    if base.n_labeled < 2:
+        warning = NO_RATINGS.format(what="any" if base.n_labeled == 0 else "more than one")
     return {
         **row,
         "error": None,
-        "judge_only": classical.judge_only.as_dict(),
-        "human_only": classical.human_only.as_dict(),
-        "ppi": classical.ppi.as_dict(),
-        "ppi_tuned": tuned.ppi.as_dict(),
-        "lam_tuned": tuned.lam,
-        "weighted": classical.weighted,
-        "n_labeled": classical.n_labeled,
-        "n_unlabeled": classical.n_unlabeled,
-        "n_total": classical.n_total,
-        "n_dropped_labeled": classical.n_dropped_labeled,
-        "n_dropped_unlabeled": classical.n_dropped_unlabeled,
-        "correction": classical.correction,
-        "effective_n": classical.effective_n,
-        "effective_n_tuned": tuned.effective_n,
-        "notes": list(dict.fromkeys([*classical.notes, *tuned.notes])),
+        "warning": warning,
+        "judge_only": base.judge_only.as_dict(),
+        "human_only": base.human_only.as_dict(),
+        "ppi": ppi,
+        "ppi_tuned": ppi_tuned,
+        "two_phase": two_phase.ppi.as_dict(),
+        "lam": 1.0,
+        "lam_tuned": lam_tuned,
+        "lam_two_phase": two_phase.lam,
+        "weighted": base.weighted,
+        "weights": base.weights if paper_ok else two_phase.weights,
+        "interval": base.interval,
+        "n_labeled": base.n_labeled,
+        "n_unlabeled": base.n_unlabeled,
+        "n_total": base.n_total,
+        "n_dropped_labeled": base.n_dropped_labeled,
+        "n_dropped_unlabeled": base.n_dropped_unlabeled,
+        "correction": (ppi["estimate"] - base.judge_only.estimate
+                       if ppi["estimate"] is not None and base.judge_only.estimate is not None else None),
+        "effective_n": classical.effective_n if paper_ok else None,
+        "effective_n_tuned": effective_tuned,
+        "effective_n_two_phase": two_phase.effective_n,
+        "notes": list(dict.fromkeys(notes)),
+    }
+
+
+def _methods_used() -> dict[str, dict[str, Any]]:
+    """Return what each method is, for a methods paragraph: estimator, reference, ddof, λ."""
+    ddof = {"two_phase": 1}
+    lam = {"ppi": "1", "ppi_tuned": "tuned per row (lam_tuned), ppi_py's power tuning", "human_only": "0",
+           "two_phase": "1 (judge term over every judged conversation)"}
+    return {
+        method: {"label": METHOD_LABELS[method], **ESTIMATORS[METHOD_KEYS[method]], "ddof": ddof.get(method, 0),
+                 "lambda": lam.get(method)}
+        for method in METHODS
     }
 
 
@@ -178,8 +276,10 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         "source": {"key": source.key, "name": source.name},
         "kind": "vera-mh" if flow else "checklist",
         "confidence": CONFIDENCE,
-        "judge_term": "all judged conversations (the rated ones included)",
+        "judge_term": "PPI and PPI++: the unrated conversations (Angelopoulos et al. 2023); two-phase: every judged one",
         "methods": METHOD_LABELS,
+        "methods_used": _methods_used(),
+        "interval": "normal (Wald); delta method for a function of means (item yes-rates, VERA-MH scores)",
         "notes": [],
     }
     if run.instrument_id != study.instrument_id:
@@ -198,12 +298,15 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
     if not labels.conversations:
         payload["empty"] = "This run has no judged conversation (or all were flagged by the integrity checks)."
         return payload
+    weights = _weights(study, run, rated, {cid: c.chatbot for cid, c in labels.conversations.items()})
+    payload["weighted"] = weights.weighted
+    payload["weights"] = "inverse inclusion probabilities (Hájek)" if weights.weighted else "equal (unweighted)"
+    payload["notes"].insert(0, weights.note)
     if not rated:
-        payload["empty"] = "No conversation of this run has a human consensus in this study yet: compute consensus first."
-        return payload
-    pi, weights_note = _weights(study, run, rated)
-    payload["weighted"] = pi is not None
-    payload["notes"].insert(0, weights_note)
+        payload["no_ratings"] = (
+            "No conversation of this run has a human consensus in this study yet (compute consensus first): every "
+            "figure below is the judges' alone, uncorrected."
+        )
     groups: dict[str, list[int]] = defaultdict(list)
     for cid, conversation in labels.conversations.items():
         groups[conversation.chatbot].append(cid)
@@ -215,14 +318,15 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         mine = [c for c in cids if c in rated_set]
         others = [c for c in cids if c not in rated_set]
         for score in scores:
-            rows.append(_row(chatbot, score, flow, human, labels.of, mine, others, pi))
+            rows.append(_row(chatbot, score, flow, human, labels.of, mine, others, weights))
     payload["rows"] = rows
     return payload
 
 
 CSV_HEADER = [
-    "chatbot", "score", "method", "estimate", "std_error", "ci_low", "ci_high", "width", "confidence",
-    "lambda", "n_labeled", "n_unlabeled", "n_total", "weighted", "correction", "effective_n", "note",
+    "chatbot", "score", "method", "estimator", "estimate", "std_error", "ci_low", "ci_high", "width", "confidence",
+    "interval", "lambda", "ddof", "n_labeled", "n_unlabeled", "n_total", "weighted", "weights", "correction",
+    "effective_n", "cannot_estimate", "warning", "note",
 ]
 
 
@@ -233,15 +337,20 @@ def csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
         for method in METHODS:
             est = row.get(method)
             if est is None:
-                out.append([row["chatbot"], row["score"], method, None, None, None, None, None, CONFIDENCE,
-                            None, row["n_labeled"], row["n_unlabeled"], row["n_total"], None, None, None, row.get("error")])
+                out.append([row["chatbot"], row["score"], method, ESTIMATORS[METHOD_KEYS[method]]["name"], None, None,
+                            None, None, None, CONFIDENCE, None, None, None, row["n_labeled"], row["n_unlabeled"],
+                            row["n_total"], None, None, None, None, row.get("error"), None, row.get("error")])
                 continue
-            lam = {"ppi": 1.0, "ppi_tuned": row.get("lam_tuned")}.get(method)
-            effective = {"ppi": row.get("effective_n"), "ppi_tuned": row.get("effective_n_tuned")}.get(method)
+            lam = {"ppi": row.get("lam"), "ppi_tuned": row.get("lam_tuned"), "two_phase": row.get("lam_two_phase"),
+                   "human_only": 0.0}.get(method)
+            effective = {"ppi": row.get("effective_n"), "ppi_tuned": row.get("effective_n_tuned"),
+                         "two_phase": row.get("effective_n_two_phase")}.get(method)
+            warning = row.get("warning") if method == "judge_only" else None
             out.append([
-                row["chatbot"], row["score"], method, est["estimate"], est["std_error"], est["low"], est["high"],
-                est["width"], est["confidence"], lam, row["n_labeled"], row["n_unlabeled"], row["n_total"],
-                row.get("weighted"), row.get("correction") if method == "ppi" else None, effective,
+                row["chatbot"], row["score"], method, est.get("estimator"), est["estimate"], est["std_error"], est["low"],
+                est["high"], est["width"], est["confidence"], row.get("interval"), lam, est.get("ddof"),
+                row["n_labeled"], row["n_unlabeled"], row["n_total"], row.get("weighted"), row.get("weights"),
+                row.get("correction") if method == "ppi" else None, effective, est.get("cannot_estimate"), warning,
                 "; ".join(x for x in [est.get("note"), *row.get("notes", [])] if x),
             ])
     return out

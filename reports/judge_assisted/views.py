@@ -46,11 +46,16 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
         return None
     chatbots = [r["chatbot"] for r in rows]
     traces = []
+    not_drawn = []
     for n, method in enumerate(PLOT_ORDER):
         xs, ys, minus, plus, text = [], [], [], [], []
         for i, row in enumerate(rows):
             est = row.get(method)
             if not est or est.get("estimate") is None or est.get("low") is None:
+                # An interval that cannot be estimated is said in words, never drawn as a point.
+                why = (est or {}).get("cannot_estimate") or row.get("error")
+                if why:
+                    not_drawn.append((row["chatbot"], why, data["methods"][method]))
                 continue
             lowest, highest = BOUNDS[row["scale"]]  # the plot, like the table, stops at the score's bounds
             xs.append(est["estimate"])
@@ -65,7 +70,23 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
             "text": text, "hoverinfo": "text",
         })
     scale = rows[0]["scale"]
-    return {"traces": traces, "chatbots": chatbots, "scale": scale}
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for chatbot, why, label in not_drawn:
+        grouped.setdefault((chatbot, why), []).append(label)
+    lines = [f"{chatbot}: {', '.join(labels)}. {why[0].upper()}{why[1:]}." for (chatbot, why), labels in grouped.items()]
+    return {"traces": traces, "chatbots": chatbots, "scale": scale, "not_drawn": lines}
+
+
+def cannot_lines(row: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """Return, once per reason, which of a row's estimates cannot be estimated and why (the cells say it short)."""
+    if row.get("warning") and not row.get("n_labeled"):
+        return []  # the row's warning already says nobody rated these conversations
+    grouped: dict[str, list[str]] = {}
+    for method in PLOT_ORDER:
+        why = (row.get(method) or {}).get("cannot_estimate")
+        if why and not (method == "judge_only" and row.get("warning")):
+            grouped.setdefault(why, []).append(labels.get(method, method))
+    return [f"{', '.join(names)}: {why}." for why, names in grouped.items()]
 
 
 @roles_required(*REPORT_ROLES)
@@ -76,7 +97,12 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
     score = request.GET.get("score") or (scores[0]["key"] if scores else "")
     if scores and score not in {s["key"] for s in scores}:
         score = scores[0]["key"]
-    rows = [r for r in (data or {}).get("rows", []) if r["score"] == score]
+    rows = [
+        {**r, "lam_label": f"(λ {r['lam_tuned']:.2f})" if r.get("lam_tuned") is not None else "",
+         "cannot_lines": cannot_lines(r, (data or {}).get("methods", {}))}
+        for r in (data or {}).get("rows", []) if r["score"] == score
+    ]
+    plot = plot_data(data, score) if data and rows else None
     context = {
         "study": study,
         "run": run,
@@ -88,7 +114,8 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
         "score": score,
         "score_label": next((s["label"] for s in scores if s["key"] == score), ""),
         "rows": rows,
-        "plot": json.dumps(plot_data(data, score)) if data and rows else None,
+        "plot": json.dumps(plot) if plot else None,
+        "plot_missing": (plot or {}).get("not_drawn", []),
         "chart_height": 120 + 90 * len(rows),
     }
     return render(request, "reports/judge_assisted.html", context, status=400 if error else 200)

@@ -2,58 +2,74 @@
 
 Setting. A chatbot has N judged conversations: the LLM judge (or the ensemble) gave each a
 score Ŷ_i (a 0/1 item, an AMHART conversation score, VERA-MH label counts). Clinicians rated
-a sample S of n of them, whose human consensus scores are Y_i. The target θ is the mean human
-score of the conversations the chatbot produces: a superpopulation mean, since the N
-conversations are themselves simulated draws of what the chatbot says.
+a sample of n of them, whose human consensus scores are Y_i; the other N' = N - n are
+unrated. The target θ is the mean human score of the conversations the chatbot produces: a
+superpopulation mean, since the N conversations are themselves simulated draws of what the
+chatbot says.
 
-Estimators, for λ in [0, 1] (λ = 1 classical PPI, λ = 0 the human-only estimate, λ tuned
-from the data PPI++), with inclusion probabilities π_i (n/N for a simple random sample) and
-Hájek weights w_i = 1/π_i:
+**PPI** (``judge_term="unlabeled"``, the default; Angelopoulos, Bates, Fannjiang, Jordan &
+Zrnic, "Prediction-powered inference", Science 382:669-674, 2023) and **PPI++** (λ tuned;
+Angelopoulos, Duchi & Zrnic, "PPI++: Efficient prediction-powered inference",
+arXiv:2311.01453, 2023), mean estimation, exactly as the authors' package ``ppi_py``
+computes them (``ppi_mean_pointestimate`` / ``ppi_mean_ci``)::
 
-``judge_term="all"`` (default): the human-rated conversations are a sample of the N judged
-ones (a two-phase design), and the judge term averages over all N of them::
+    θ̂_λ = λ · mean_unrated Ŷ + mean_rated (Y - λŶ)
+
+    Var = λ² var₀(Ŷ over the unrated) / N'  +  var₀(Y - λŶ over the rated) / n
+
+with var₀ the variance with divisor n (ddof 0), as ppi_py. λ = 1 is PPI; PPI++ takes ppi_py's
+``lam=None`` value, computed at the λ = 1 estimate and clipped to [0, 1]::
+
+    λ̂ = cov₀(Y, Ŷ over the rated) / ((1 + n/N') · var₁(Ŷ over all N judged))
+
+(var₁: divisor N - 1, numpy's ``np.cov``, as ppi_py). λ = 0 is the humans-only estimate,
+mean_rated Y with Var = var₀(Y)/n (ppi_py's ``classical_mean_ci``).
+
+Sampling plans. When the rated conversations were drawn with unequal inclusion probabilities
+π_i (oversampled disagreements), each rated conversation stands for 1/π_i judged ones and
+each unrated one for 1/(1 - π_i): under Poisson sampling from the superpopulation the rated
+and the unrated conversations are two independent samples whose densities are tilted by π and
+1 - π, so PPI with these importance weights (ppi_py's ``w`` and ``w_unlabeled``) is unbiased
+to O(1/n). Both means are Hájek means Σ w x / Σ w (Hájek 1971; Särndal, Swensson & Wretman
+1992, Model Assisted Survey Sampling, sec. 5.7), which is what ppi_py computes after it
+normalises the weights. Their variances are the Taylor-linearised Hájek variances
+Σ w̃_i² (x_i - x̄_w)² with w̃ = w / Σ w; with equal weights these are var₀/n exactly, so
+the weighted formula reproduces ppi_py on unweighted data. (ppi_py's own weighted interval
+uses var₀(w x), which is not centred on the weighted mean and grows with the spread of the
+weights times the mean; it is not used.) The weighted λ̂ is the same formula with the
+Hájek-weighted covariance and the effective sizes 1/Σ w̃² and 1/Σ ṽ² in place of n and N';
+it reduces to ppi_py's with equal weights. A rated conversation with π = 1 (a stratum the
+plan rated in full) is never among the unrated, so it also enters the judge term, with weight
+1: a certainty stratum, as in any Horvitz-Thompson estimator. The fixed-size stratified plans of
+:mod:`stats.sampling` are treated as Poisson sampling, which is conservative.
+
+**Two-phase difference estimator** (``judge_term="all"``): the judge term averages over all
+N judged conversations (the rated ones included) and the rated conversations are a second-
+phase sample of them::
 
     θ̂_λ = λ · mean_{i<=N} Ŷ_i  +  Σ_S w_i (Y_i - λŶ_i) / Σ_S w_i
 
     Var ≈ s²_Y / N  +  n/(n-1) · Σ_S (1 - π_i) w_i² e_i² / (Σ_S w_i)²
 
-with e_i = R_i - R̂ the Hájek residuals of R = Y - λŶ. The first term is the phase-1 variance
-(N draws of the chatbot), the second the Taylor-linearised variance of the Hájek mean under
-Poisson sampling (Särndal, Swensson & Wretman 1992, Model Assisted Survey Sampling, on
-two-phase sampling and the Hájek estimator; Breidt & Opsomer 2017, Statist. Sci. 32:190-205,
-on such difference estimators). The two errors are uncorrelated because the phase-2 error has
-mean zero given the N judged conversations. For a simple random sample (π_i = n/N) the
-variance is exactly s²_Y/N + (1 - n/N) s²_R/n, which is the paper's var(Ŷ)/N + var(R)/n once
-the covariance of the two terms (the rated conversations appear in both) is added:
-var(λŶ)/N + var(R)/n + 2 cov(λŶ, R)/N. For stratified or oversampled fixed-size plans the
-Poisson formula, which centres residuals on the overall mean rather than on each stratum's,
-is conservative. Unequal probabilities keep θ̂ unbiased (to O(1/n), Hájek) because each rated
-conversation stands for 1/π_i judged ones; probabilities from a plan drawn over a larger
-population (every chatbot at once) stay valid for one chatbot's conversations, since the
-Hájek weights are normalised within the conversations passed. Tuned λ minimises the second term (the first does
-not depend on λ): λ̂ = Σ a_i u_i v_i / Σ a_i v_i², a_i = (1 - π_i) w_i², u and v the
-Hájek-centred Y and Ŷ; for a simple random sample this is cov(Y, Ŷ)/var(Ŷ). It is the PPI++
-optimum cov/((1 + n/N') var) of the paper's form written for this one: the two estimators
-coincide under λ' = λ (N - n)/N with N' = N - n unrated conversations.
-
-``judge_term="unlabeled"`` (the paper's form; Angelopoulos, Bates, Fannjiang, Jordan & Zrnic,
-"Prediction-powered inference", Science 382:669-674, 2023): the judge term averages over the
-N' conversations nobody rated, which must be an independent sample from the same
-distribution (so no unequal inclusion probabilities)::
-
-    θ̂_λ = λ · mean_unrated Ŷ + mean_S (Y - λŶ),   Var = λ² s²_Ŷ,unrated / N' + s²_{Y-λŶ} / n
-
-    λ̂ = cov_S(Y, Ŷ) / ((1 + n/N') var(Ŷ over S and the unrated))     (clipped to [0, 1])
-
-(Angelopoulos, Duchi & Zrnic, "PPI++: Efficient prediction-powered inference", arXiv:2311.01453,
-2023, mean estimation; the same λ̂ as the authors' ppi_py package, which pools var(Ŷ)).
+with e_i = R_i - R̂ the Hájek residuals of R = Y - λŶ and n/(n-1) (ddof 1) corrections
+(Särndal, Swensson & Wretman 1992, ch. 9, two-phase sampling; Breidt & Opsomer 2017,
+Statist. Sci. 32:190-205). It is not the paper's PPI: under simple random sampling its λ = 1
+equals the paper's form with λ' = (N - n)/N. It needs the inclusion probabilities of the rated
+conversations only. Tuned λ minimises its second term: λ̂ = Σ a_i u_i v_i / Σ a_i v_i²,
+a_i = (1 - π_i) w_i², u and v the Hájek-centred Y and Ŷ.
 
 Scores that are smooth functions of means (a yes-rate over applicable conversations, the
-VERA-MH score) use the delta method, as PPI++ does for M-estimators: the vector of means is
-estimated as above and the variance is that of the linearised score z_i = ∇g(μ̂)·Y_i (and
-∇g(μ̂)·Ŷ_i for the judge); λ is tuned on the linearised scores at the classical estimate.
+VERA-MH score from its Best Practice, High Potential for Harm and relevant shares) are
+estimated by plugging the PPI estimates of the means into the score formula; the interval
+comes from the delta method (PPI++ sec. on M-estimation): the variance is that of the
+linearised score z_i = ∇g(μ̂)·Y_i (and ∇g(μ̂)·Ŷ_i for the judge), i.e. ppi_py's
+``ppi_mean_ci`` applied to the linearised scores; λ is tuned on the linearised scores at the
+λ = 1 estimate. For a plain mean (an AMHART score) the gradient is 1 and nothing changes.
 
-Intervals are normal (Wald): θ̂ ± z_{(1+c)/2} SE. Variances use n-1 denominators. With fewer
+Intervals are normal (Wald): θ̂ ± z_{(1+c)/2} SE. An interval is not given, and the reason is
+said in words, when fewer than 2 rated conversations have a score, when the human scores of
+the rated conversations do not vary (every one the same label: their spread, on which the
+interval rests, cannot be estimated), or when the estimated variance is zero. With fewer
 than about 30 rated conversations the interval can under-cover (bench/ppi_coverage.py prints
 the coverage). Missing scores (None, NaN, pandas NA) are dropped and counted: a rated
 conversation whose human or judge score is missing leaves the sample entirely; the estimate
@@ -75,6 +91,7 @@ from .results import JUDGE_TERMS, JudgeTerm, PPIEstimate, ScoreEstimate
 __all__ = ["MEAN", "RATIO", "SMALL_N", "Target", "ppi_estimate"]
 
 SMALL_N = 30  # below this many rated conversations the Wald interval is flagged
+FLAT = 1e-9  # relative spread below which scores count as all the same (rounding noise)
 
 
 Score = Callable[[np.ndarray], float]  # vector of means -> score (NaN when undefined)
@@ -122,25 +139,54 @@ def _hajek(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return w @ x / w.sum()
 
 
+def _shares(d: Sample) -> tuple[np.ndarray, np.ndarray]:
+    """Return the normalised weights w̃ (rated, 1/π) and ṽ (judge term, see ``_judge_sample``)."""
+    w = 1 / d.pi
+    v, _ = _judge_sample(d)
+    return w / w.sum(), (v / v.sum() if v.size else v)
+
+
+def _judge_sample(d: Sample) -> tuple[np.ndarray, np.ndarray]:
+    """Return the judge term's weights and scores: the unrated conversations, 1/(1 - π) each.
+
+    Rated conversations a plan was sure to pick (π = 1, a stratum rated in full) never appear
+    among the unrated ones, so the unrated would not represent them: they enter the judge term
+    too, with weight 1, as a certainty stratum does in any Horvitz-Thompson estimator.
+    """
+    v = 1 / (1 - d.pi_unlabeled) if d.m else np.zeros(0)
+    f = d.f_unlabeled
+    certain = d.pi >= 1 if d.weighted else np.zeros(d.n, dtype=bool)
+    if certain.any() and d.m:
+        v = np.concatenate([v, np.ones(int(certain.sum()))])
+        f = np.vstack([f, d.f_labeled[certain]])
+    return v, f
+
+
+def _linearised_var(weights: np.ndarray, x: np.ndarray) -> float:
+    """Return Σ w̃² (x - x̄_w)²: var₀(x)/n with equal weights (the Hájek mean's variance)."""
+    centred = x - weights @ x
+    return float((weights**2) @ centred**2)
+
+
 def _means(d: Sample, lam: float, judge_term: JudgeTerm) -> np.ndarray:
     """Return the vector of estimated means for this λ (λ = 0: human-only)."""
     if judge_term == "unlabeled":
-        return lam * d.f_unlabeled.mean(axis=0) + (d.y - lam * d.f_labeled).mean(axis=0)
+        wl, wu = _shares(d)
+        judge = wu @ _judge_sample(d)[1] if d.m else np.zeros(d.y.shape[1])
+        return lam * judge + wl @ (d.y - lam * d.f_labeled)
     n_total = d.n + d.m
     judge_mean = (d.f_labeled.sum(axis=0) + d.f_unlabeled.sum(axis=0)) / n_total
     return lam * judge_mean + _hajek(1 / d.pi, d.y - lam * d.f_labeled)
 
 
-def _variance(
-    d: Sample, lam: float, grad: np.ndarray, judge_term: JudgeTerm
-) -> tuple[float, float]:
-    """Return (Var of the estimate, variance s² of the linearised human score)."""
-    n = d.n
+def _variance(d: Sample, lam: float, grad: np.ndarray, judge_term: JudgeTerm) -> float:
+    """Return the estimated variance of the estimate of g(μ) for this λ."""
     z, zh = d.y @ grad, d.f_labeled @ grad
     if judge_term == "unlabeled":
-        s2 = float(np.var(z, ddof=1))
-        imputed = lam**2 * float(np.var(d.f_unlabeled @ grad, ddof=1)) / d.m if lam else 0.0
-        return imputed + float(np.var(z - lam * zh, ddof=1)) / n, s2
+        wl, wu = _shares(d)
+        imputed = lam**2 * _linearised_var(wu, _judge_sample(d)[1] @ grad) if lam and d.m else 0.0
+        return imputed + _linearised_var(wl, z - lam * zh)
+    n = d.n
     w = 1 / d.pi
     total_w = w.sum()
     zc = z - _hajek(w, z)
@@ -148,16 +194,19 @@ def _variance(
     e = z - lam * zh
     e = e - _hajek(w, e)
     phase2 = n / (n - 1) * float(((1 - d.pi) * w**2) @ e**2) / total_w**2
-    return float(s2 / (n + d.m) + phase2), float(s2)
+    return float(s2 / (n + d.m) + phase2)
 
 
 def _tuned_lambda(d: Sample, grad: np.ndarray, judge_term: JudgeTerm) -> float | None:
     """Return the variance-minimising λ clipped to [0, 1], or None when it is undefined."""
     z, zh = d.y @ grad, d.f_labeled @ grad
     if judge_term == "unlabeled":
-        pooled = np.concatenate([zh, d.f_unlabeled @ grad])
-        denominator = (1 + d.n / d.m) * float(np.var(pooled, ddof=1))
-        numerator = float(np.cov(z, zh, ddof=1)[0, 1])
+        wl, wu = _shares(d)
+        u, v = z - wl @ z, zh - wl @ zh
+        numerator = float((wl**2) @ (u * v))  # cov₀/n with equal weights
+        pooled = np.concatenate([zh, d.f_unlabeled @ grad])  # every judged conversation
+        spread = float(np.var(pooled, ddof=1)) if pooled.size > 1 else 0.0
+        denominator = (float(wl @ wl) + float(wu @ wu)) * spread  # (1/n + 1/N') var₁
     else:
         w = 1 / d.pi
         a = (1 - d.pi) * w**2
@@ -168,44 +217,112 @@ def _tuned_lambda(d: Sample, grad: np.ndarray, judge_term: JudgeTerm) -> float |
     return float(np.clip(numerator / denominator, 0.0, 1.0))
 
 
+def _flat(x: np.ndarray) -> bool:
+    """Tell whether the values are all the same (up to rounding)."""
+    return x.size == 0 or float(np.ptp(x)) <= FLAT * max(1.0, float(np.abs(x).max()))
+
+
 def _interval(
-    method: str, value: float, var: float, confidence: float, note: str | None = None
+    method: str, value: float, var: float, confidence: float, note: str | None, ddof: int
 ) -> ScoreEstimate:
     se = float(np.sqrt(max(var, 0.0)))
+    if se <= FLAT * max(1.0, abs(value)):
+        return _no_interval(
+            method, value, confidence, note, ddof,
+            "the estimated variance is zero (the scores leave no spread to measure), so a "
+            "normal interval would be a single point",
+        )
     half = z_value(confidence) * se
-    return ScoreEstimate(method, value, se, value - half, value + half, confidence, note)
+    return ScoreEstimate(method, value, se, value - half, value + half, confidence, note, None, ddof)
 
 
-def _undefined(method: str, confidence: float, why: str) -> ScoreEstimate:
-    return ScoreEstimate(method, None, None, None, None, confidence, f"undefined: {why}")
+def _no_interval(
+    method: str, value: float | None, confidence: float, note: str | None, ddof: int, why: str
+) -> ScoreEstimate:
+    return ScoreEstimate(
+        method, value, None, None, None, confidence, note, f"cannot be estimated: {why}", ddof
+    )
+
+
+def _undefined(method: str, confidence: float, why: str, ddof: int) -> ScoreEstimate:
+    return ScoreEstimate(
+        method, None, None, None, None, confidence, f"undefined: {why}",
+        f"cannot be estimated: {why}", ddof,
+    )
+
+
+def _too_few(n: int) -> str:
+    if n == 0:
+        return "no clinician rated any of these conversations (with a defined score)"
+    return f"only {n} rated conversation with a defined score; an interval needs at least 2"
+
+
+def _flat_reason(n: int) -> str:
+    return (
+        f"the clinicians' scores are the same on all {n} rated conversations (one label "
+        "throughout), so their spread, on which the interval rests, cannot be estimated; rate "
+        "more conversations"
+    )
 
 
 def _estimate(
     d: Sample, target: Target, lam: float, judge_term: JudgeTerm, method: str, confidence: float
-) -> tuple[ScoreEstimate, float | None]:
-    """Return the estimate for this λ and the variance s² of the linearised human score."""
-    mu = _means(d, lam, judge_term)
+) -> ScoreEstimate:
+    """Return the estimate for this λ, or why it has no interval."""
+    ddof = 1 if judge_term == "all" and method != "human_only" else 0
+    if d.n == 0:
+        return _undefined(method, confidence, _too_few(0), ddof)
+    term = "unlabeled" if method == "human_only" else judge_term
+    mu = _means(d, lam, term)
     value = target.score(mu)
     grad = target.gradient(mu)
     if not (np.isfinite(value) and np.isfinite(grad).all()):
-        return _undefined(method, confidence, target.undefined), None
-    var, s2 = _variance(d, lam, grad, judge_term)
+        return _undefined(method, confidence, target.undefined, ddof)
     note = target.caveat(mu) if target.caveat is not None else None
-    return _interval(method, value, var, confidence, note), s2
+    if d.n < 2:
+        return _no_interval(method, value, confidence, note, ddof, _too_few(d.n))
+    if _flat(d.y @ grad):
+        return _no_interval(method, value, confidence, note, ddof, _flat_reason(d.n))
+    return _interval(method, value, _variance(d, lam, grad, term), confidence, note, ddof)
 
 
 def _judge_only(d: Sample, target: Target, confidence: float) -> ScoreEstimate:
     f_all = np.vstack([d.f_labeled, d.f_unlabeled])
+    if f_all.shape[0] == 0:
+        return _undefined("judge_only", confidence, "no judged conversation has a score", 0)
     mu = f_all.mean(axis=0)
     value, grad = target.score(mu), target.gradient(mu)
     if not (np.isfinite(value) and np.isfinite(grad).all()):
-        return _undefined("judge_only", confidence, target.undefined)
-    var = float(np.var(f_all @ grad, ddof=1)) / f_all.shape[0]
-    note = "naive: treats judge scores as human ones, so it ignores judge error and bias"
+        return _undefined("judge_only", confidence, target.undefined, 0)
+    note = "uncorrected: treats judge scores as human ones, so it ignores judge error and bias"
     caveat = target.caveat(mu) if target.caveat is not None else None
     if caveat:
         note = f"{note}; {caveat}"
-    return _interval("judge_only", value, var, confidence, note)
+    if f_all.shape[0] < 2:
+        return _no_interval("judge_only", value, confidence, note, 0, "only 1 judged conversation")
+    var = float(np.var(f_all @ grad, ddof=0)) / f_all.shape[0]
+    return _interval("judge_only", value, var, confidence, note, 0)
+
+
+def _check_weights(d: Sample, judge_term: JudgeTerm) -> None:
+    if judge_term != "unlabeled" or not d.weighted or d.weighted_unlabeled:
+        return
+    if d.n and not _flat(d.pi):
+        raise StatsInputError(
+            "PPI with unequal inclusion probabilities needs those of the unrated conversations "
+            "too (unlabeled_inclusion_prob: each unrated conversation counts 1/(1 - π)), or "
+            "judge_term='all' (the two-phase estimator, which needs only the rated ones)"
+        )
+
+
+def _weights_name(d: Sample, judge_term: JudgeTerm) -> str:
+    if not d.weighted:
+        return "equal"
+    if judge_term == "all":
+        return "Hajek: rated conversations 1/pi"
+    if d.weighted_unlabeled:
+        return "Hajek: rated conversations 1/pi, unrated ones 1/(1 - pi)"
+    return "equal (every inclusion probability the same)"
 
 
 def ppi_estimate(
@@ -225,16 +342,7 @@ def ppi_estimate(
     confidence = check_confidence(confidence)
     if judge_term not in JUDGE_TERMS:
         raise StatsInputError(f"judge_term must be one of {JUDGE_TERMS}, not {judge_term!r}")
-    if judge_term == "unlabeled":
-        if d.weighted:
-            raise StatsInputError(
-                "inclusion probabilities need judge_term='all': with unequal sampling the "
-                "unrated conversations are not a random sample of the chatbot's conversations"
-            )
-        if d.m < 2:
-            raise StatsInputError(
-                "judge_term='unlabeled' needs at least 2 judged conversations nobody rated"
-            )
+    _check_weights(d, judge_term)
     notes = list(notes)
     if d.n_dropped_labeled:
         notes.append(
@@ -245,34 +353,48 @@ def ppi_estimate(
         notes.append(
             f"{d.n_dropped_unlabeled} unrated conversation(s) with no judge score left out"
         )
-    if d.n < SMALL_N:
+    if 2 <= d.n < SMALL_N:
         notes.append(
             f"only {d.n} rated conversations: the normal interval may cover less often than "
             "stated (bench/ppi_coverage.py)"
         )
+    if judge_term == "unlabeled":
+        method = "ppi++" if tuned else "ppi"
+    else:
+        method = "two_phase_tuned" if tuned else "two_phase"
     lam = 1.0
-    if tuned:
+    census = judge_term == "unlabeled" and d.m == 0
+    if tuned and d.n >= 2 and not census:
         classical = _means(d, 1.0, judge_term)
         grad = target.gradient(classical)
         found = _tuned_lambda(d, grad, judge_term) if np.isfinite(grad).all() else None
         if found is None:
             notes.append(
-                "power tuning undefined (the judge's scores do not vary among the rated "
-                "conversations, or every conversation was rated): classical PPI (lambda = 1) used"
+                "power tuning undefined (the judge's scores do not vary, or every conversation "
+                "was rated): lambda = 1 used"
             )
         else:
             lam = found
-    ppi, _ = _estimate(d, target, lam, judge_term, "ppi++" if tuned else "ppi", confidence)
-    human, s2 = _estimate(d, target, 0.0, judge_term, "human_only", confidence)
+    if census and d.n:
+        ppi = _undefined(
+            method, confidence,
+            "every judged conversation was rated, so there is nothing for the judges to add: "
+            "the humans-only estimate is the answer", 0,
+        )
+    else:
+        ppi = _estimate(d, target, lam, judge_term, method, confidence)
+    human = _estimate(d, target, 0.0, "unlabeled", "human_only", confidence)
     judge = _judge_only(d, target, confidence)
     effective_n = None
-    if ppi.std_error is not None and ppi.std_error > 0 and s2 is not None and s2 > 0:
-        effective_n = float(s2 / ppi.std_error**2)
-    if ppi.std_error == 0:
-        notes.append(
-            "zero estimated variance (every rated conversation has the same scores): the "
-            "interval is a single point and understates the uncertainty"
-        )
+    if ppi.std_error and d.n >= 2:
+        human_mu = _means(d, 0.0, "unlabeled")
+        grad = target.gradient(human_mu)
+        if np.isfinite(grad).all():
+            wl, _ = _shares(d)
+            z = d.y @ grad
+            spread = float(wl @ (z - wl @ z) ** 2)  # σ², ddof 0, Hájek-weighted
+            if spread > 0:
+                effective_n = float(spread / ppi.std_error**2)
     correction = None
     if ppi.estimate is not None and judge.estimate is not None:
         correction = ppi.estimate - judge.estimate
@@ -293,4 +415,6 @@ def ppi_estimate(
         correction=correction,
         effective_n=effective_n,
         notes=tuple(notes),
+        weights=_weights_name(d, judge_term),
+        interval="normal (Wald)" if target.name == "mean" else "normal (Wald), delta method",
     )

@@ -51,18 +51,20 @@ def _one_score(value: Any, name: str, index: int) -> float:
         raise StatsInputError(f"{name}[{index}] is not a number: {value!r}") from None
 
 
-def check_inclusion_prob(inclusion_prob: Values, n: int) -> np.ndarray:
+def check_inclusion_prob(inclusion_prob: Values, n: int, which: str = "human-rated") -> np.ndarray:
     """Return inclusion probabilities as floats after checking length and range (0, 1]."""
-    pi = as_scores(inclusion_prob, "inclusion_prob")
+    name = "inclusion_prob" if which == "human-rated" else "unlabeled_inclusion_prob"
+    pi = as_scores(inclusion_prob, name)
     if pi.size != n:
-        raise StatsInputError(
-            f"inclusion_prob has {pi.size} entries for {n} human-rated conversations"
-        )
+        raise StatsInputError(f"{name} has {pi.size} entries for {n} {which} conversations")
     if np.isnan(pi).any():
         raise StatsInputError(
             "inclusion_prob has a missing value: every rated conversation needs one"
         )
-    if (pi <= 0).any() or (pi > 1).any():
+    if which != "human-rated":  # an unrated conversation may have had no chance of being rated (weight 1)
+        if (pi < 0).any() or (pi > 1).any():
+            raise StatsInputError("inclusion probabilities of the unrated conversations must lie in [0, 1)")
+    elif (pi <= 0).any() or (pi > 1).any():
         raise StatsInputError("inclusion probabilities must lie in (0, 1]")
     return pi
 
@@ -81,7 +83,12 @@ def z_value(confidence: float) -> float:
 
 @dataclass(frozen=True, eq=False)
 class Sample:
-    """Cleaned data: human (n x k) and judge scores on the rated and the unrated conversations."""
+    """Cleaned data: human (n x k) and judge scores on the rated and the unrated conversations.
+
+    ``pi`` are the rated conversations' inclusion probabilities and ``pi_unlabeled`` the
+    unrated ones' (n / (n + m) for all when no plan was given); ``weighted`` tells whether
+    probabilities were given for the rated ones, ``weighted_unlabeled`` for the unrated ones.
+    """
 
     y: np.ndarray
     f_labeled: np.ndarray
@@ -90,6 +97,8 @@ class Sample:
     weighted: bool
     n_dropped_labeled: int
     n_dropped_unlabeled: int
+    pi_unlabeled: np.ndarray | None = None
+    weighted_unlabeled: bool = False
 
     @property
     def n(self) -> int:
@@ -107,30 +116,40 @@ def make_sample(
     f_labeled: np.ndarray,
     f_unlabeled: np.ndarray,
     inclusion_prob: Values | None,
+    unlabeled_inclusion_prob: Values | None = None,
 ) -> Sample:
-    """Align and clean the columns (n x k, n x k, m x k): drop rows with a missing score."""
+    """Align and clean the columns (n x k, n x k, m x k): drop rows with a missing score.
+
+    Fewer than 2 rated conversations is not an error here: the estimators then say why no
+    interval can be given, and the judges-only estimate is still computed.
+    """
     if y.shape != f_labeled.shape:
         raise StatsInputError(
             f"human scores ({y.shape[0]}) and judge scores on the rated conversations "
             f"({f_labeled.shape[0]}) must have the same length"
         )
     pi = None if inclusion_prob is None else check_inclusion_prob(inclusion_prob, y.shape[0])
-    if y.shape[0] == 0:
-        raise StatsInputError("no human-rated conversation: PPI needs at least 2")
+    pi_u = None
+    if unlabeled_inclusion_prob is not None:
+        pi_u = check_inclusion_prob(unlabeled_inclusion_prob, f_unlabeled.shape[0], "unrated")
+        if (pi_u >= 1).any():
+            raise StatsInputError(
+                "an unrated conversation has inclusion probability 1: a plan that was sure to "
+                "pick it would have had it rated"
+            )
     keep = ~(np.isnan(y).any(axis=1) | np.isnan(f_labeled).any(axis=1))
     keep_u = ~np.isnan(f_unlabeled).any(axis=1)
     y, f_labeled, f_unlabeled = y[keep], f_labeled[keep], f_unlabeled[keep_u]
     n, m = y.shape[0], f_unlabeled.shape[0]
-    if n < 2:
-        raise StatsInputError(
-            f"{n} human-rated conversation(s) with a defined score: PPI needs at least 2"
-        )
+    share = n / (n + m) if n + m else 1.0
     return Sample(
         y=y,
         f_labeled=f_labeled,
         f_unlabeled=f_unlabeled,
-        pi=np.full(n, n / (n + m)) if pi is None else pi[keep],
+        pi=np.full(n, share) if pi is None else pi[keep],
         weighted=pi is not None,
         n_dropped_labeled=int((~keep).sum()),
         n_dropped_unlabeled=int((~keep_u).sum()),
+        pi_unlabeled=np.full(m, share) if pi_u is None else pi_u[keep_u],
+        weighted_unlabeled=pi_u is not None,
     )

@@ -1,21 +1,60 @@
-"""The results of a judge-assisted estimate: one estimate per method, and all three together."""
+"""The results of a judge-assisted estimate: one estimate per method, and all of them together."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["JUDGE_TERMS", "JudgeTerm", "PPIEstimate", "ScoreEstimate"]
+__all__ = ["ESTIMATORS", "JUDGE_TERMS", "JudgeTerm", "PPIEstimate", "ScoreEstimate"]
 
-JudgeTerm = Literal["all", "unlabeled"]
-JUDGE_TERMS: tuple[JudgeTerm, ...] = ("all", "unlabeled")
+JudgeTerm = Literal["unlabeled", "all"]
+JUDGE_TERMS: tuple[JudgeTerm, ...] = ("unlabeled", "all")
+
+# What each method is called in the literature, and where it comes from (for pages, API, CSV
+# and a methods paragraph).
+ESTIMATORS: dict[str, dict[str, str]] = {
+    "ppi": {
+        "name": "Prediction-powered inference (PPI)",
+        "reference": "Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, Prediction-powered inference, "
+        "Science 382:669-674 (2023); computed as ppi_py's ppi_mean_ci with lam=1",
+    },
+    "ppi++": {
+        "name": "Power-tuned prediction-powered inference (PPI++)",
+        "reference": "Angelopoulos, Duchi & Zrnic, PPI++: Efficient prediction-powered inference, "
+        "arXiv:2311.01453 (2023); lambda as ppi_py's ppi_mean_ci with lam=None",
+    },
+    "two_phase": {
+        "name": "Two-phase difference estimator (judge term over every judged conversation)",
+        "reference": "Sarndal, Swensson & Wretman, Model Assisted Survey Sampling (1992), ch. 9 "
+        "(two-phase sampling); Breidt & Opsomer, Statist. Sci. 32:190-205 (2017)",
+    },
+    "two_phase_tuned": {
+        "name": "Two-phase difference estimator with variance-minimising lambda",
+        "reference": "Sarndal, Swensson & Wretman (1992), ch. 9; Breidt & Opsomer (2017)",
+    },
+    "human_only": {
+        "name": "Humans only: classical mean with a normal (CLT) interval",
+        "reference": "the lam=0 case of PPI; ppi_py's classical_mean_ci; Hajek-weighted under a "
+        "sampling plan (Hajek 1971; Sarndal, Swensson & Wretman 1992, sec. 5.7)",
+    },
+    "judge_only": {
+        "name": "Judges only (uncorrected)",
+        "reference": "the judges' mean over every judged conversation; its interval ignores the "
+        "judges' errors",
+    },
+}
 
 
 @dataclass(frozen=True)
 class ScoreEstimate:
-    """One estimate of a score with its normal interval; None (with a note) when undefined.
+    """One estimate of a score with its normal interval, or the reason it cannot be given.
 
-    ``method`` is "ppi" (λ = 1), "ppi++" (tuned λ), "human_only" or "judge_only".
+    ``method`` is "ppi" (λ = 1), "ppi++" (tuned λ), "two_phase", "two_phase_tuned",
+    "human_only" or "judge_only". ``cannot_estimate`` says, in words, why there is no interval
+    (or no estimate at all): fewer than 2 rated conversations, human scores that do not vary,
+    a zero estimated variance. Then ``std_error``, ``low`` and ``high`` are None; ``estimate``
+    stays when it is defined (the mean of identical scores is that score). ``ddof`` is the
+    delta degrees of freedom of the variances (0: divided by n, as ppi_py).
     """
 
     method: str
@@ -25,6 +64,8 @@ class ScoreEstimate:
     high: float | None
     confidence: float
     note: str | None = None
+    cannot_estimate: str | None = None
+    ddof: int = 0
 
     @property
     def width(self) -> float | None:
@@ -41,28 +82,34 @@ class ScoreEstimate:
         """Return a JSON-ready mapping."""
         return {
             "method": self.method,
+            "estimator": ESTIMATORS[self.method]["name"],
             "estimate": self.estimate,
             "std_error": self.std_error,
             "low": self.low,
             "high": self.high,
             "width": self.width,
             "confidence": self.confidence,
+            "ddof": self.ddof,
             "note": self.note,
+            "cannot_estimate": self.cannot_estimate,
         }
 
 
 @dataclass(frozen=True)
 class PPIEstimate:
-    """The judge-assisted (PPI) estimate beside the judge-only and the human-only ones.
+    """The judge-assisted estimate beside the judge-only and the human-only ones.
 
-    ``ppi`` is the prediction-powered estimate (classical PPI, or PPI++ when ``tuned``);
-    ``judge_only`` is the judge's mean over all ``n_total`` judged conversations with a naive
-    interval that treats judge scores as if they were human ones (it ignores judge error);
-    ``human_only`` uses the human-rated conversations alone (Hájek-weighted when inclusion
-    probabilities were given). ``lam`` is the λ used (1 for classical PPI). ``correction`` is
-    ppi minus judge-only: how far the human sample moved the judge's figure. ``effective_n``
-    is s²/Var(ppi), the number of simple-random human ratings that would give the human-only
-    mean the same precision ("what the judges buy"); None when either variance is zero.
+    ``ppi`` is the prediction-powered estimate (PPI, or PPI++ when ``tuned``; the two-phase
+    difference estimator when ``judge_term == "all"``); ``judge_only`` is the judge's mean
+    over all ``n_total`` judged conversations with a naive interval that treats judge scores
+    as if they were human ones (it ignores judge error); ``human_only`` uses the human-rated
+    conversations alone (Hájek-weighted when inclusion probabilities were given). ``lam`` is
+    the λ used (1 for classical PPI). ``correction`` is ppi minus judge-only: how far the
+    human sample moved the judge's figure. ``effective_n`` is σ²/Var(ppi), the number of
+    simple-random human ratings that would give the human-only mean the same precision
+    ("what the judges buy"); None when either variance is zero. ``weights`` says which
+    weights were used ("equal" or the inverse inclusion probabilities); ``interval`` how the
+    interval was made (normal, with the delta method for a function of means).
     """
 
     target: str
@@ -81,11 +128,21 @@ class PPIEstimate:
     correction: float | None
     effective_n: float | None
     notes: tuple[str, ...] = ()
+    weights: str = "equal"
+    interval: str = "normal (Wald)"
+
+    @property
+    def method(self) -> str:
+        """Return the judge-assisted method's key ("ppi", "ppi++", "two_phase", ...)."""
+        return self.ppi.method
 
     def as_dict(self) -> dict[str, object]:
         """Return a JSON-ready mapping."""
         return {
             "target": self.target,
+            "method": self.method,
+            "estimator": ESTIMATORS[self.method]["name"],
+            "reference": ESTIMATORS[self.method]["reference"],
             "ppi": self.ppi.as_dict(),
             "judge_only": self.judge_only.as_dict(),
             "human_only": self.human_only.as_dict(),
@@ -93,6 +150,9 @@ class PPIEstimate:
             "tuned": self.tuned,
             "judge_term": self.judge_term,
             "weighted": self.weighted,
+            "weights": self.weights,
+            "interval": self.interval,
+            "ddof": self.ppi.ddof,
             "n_labeled": self.n_labeled,
             "n_unlabeled": self.n_unlabeled,
             "n_total": self.n_total,

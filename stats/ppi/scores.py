@@ -42,35 +42,39 @@ def ppi_mean(
     *,
     confidence: float = 0.95,
     inclusion_prob: Values | None = None,
+    unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
-    judge_term: JudgeTerm = "all",
+    judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's mean human score from judge scores and a human-rated sample.
 
     ``y_labeled`` are the human consensus scores of the rated conversations and
     ``yhat_labeled`` the judge's scores of the same conversations, in the same order;
     ``yhat_unlabeled`` the judge's scores of the judged conversations nobody rated. With the
-    default ``judge_term="all"`` the estimate is
+    default ``judge_term="unlabeled"`` this is PPI (Angelopoulos et al., Science 2023) as
+    ppi_py computes it::
 
-        θ̂ = λ · mean(Ŷ over all n + N' judged) + Σ w_i (Y_i - λŶ_i) / Σ w_i  (over the rated)
+        θ̂ = λ · mean(Ŷ over the unrated) + mean(Y - λŶ over the rated)
 
-    with λ = 1, or tuned (PPI++) when ``tuned=True``, and w_i = 1/``inclusion_prob``_i
-    (equal weights when omitted: the rated conversations are then a simple random sample of
-    the judged ones). ``judge_term="unlabeled"`` gives the paper's form, whose judge term
-    averages over the unrated conversations only. Variances, λ̂ and references:
-    :mod:`.engine`. Scores may be 0/1 item answers, AMHART conversation scores or any number.
+    with λ = 1, or PPI++'s tuned λ when ``tuned=True`` (ppi_py's ``lam=None``), variances
+    with ddof 0. Under a sampling plan, ``inclusion_prob`` (rated) and
+    ``unlabeled_inclusion_prob`` (unrated) make both means Hájek means with weights 1/π and
+    1/(1 - π). ``judge_term="all"`` gives the two-phase difference estimator instead (judge
+    term over all judged conversations; needs only ``inclusion_prob``). Variances, λ̂ and
+    references: :mod:`.engine`. Scores may be 0/1 item answers, AMHART conversation scores
+    or any number.
 
-    Edge cases: fewer than 2 rated conversations with defined scores, lengths that differ,
-    probabilities outside (0, 1], a non-number or an infinity raise
-    :class:`~stats.data.StatsInputError`; missing scores are dropped and counted
-    (:mod:`.engine`); zero variance (every rated conversation scored alike, judge and humans
-    agreeing) gives a point interval and a note; tuning falls back to λ = 1, with a note,
-    when the judge's rated scores do not vary.
+    Edge cases: lengths that differ, probabilities outside (0, 1], a non-number or an
+    infinity raise :class:`~stats.data.StatsInputError`; missing scores are dropped and
+    counted (:mod:`.engine`). No interval, with ``cannot_estimate`` saying why, when fewer
+    than 2 rated conversations have a score, when the human scores do not vary, or when the
+    variance is zero; the judges-only estimate is given all the same. Tuning falls back to
+    λ = 1, with a note, when the judge's scores do not vary.
     """
     y = as_scores(y_labeled, "y_labeled")[:, None]
     f_lab = as_scores(yhat_labeled, "yhat_labeled")[:, None]
     f_unl = as_scores(yhat_unlabeled, "yhat_unlabeled")[:, None]
-    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
     return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term)
 
 
@@ -84,16 +88,18 @@ def ppi_ratio(
     *,
     confidence: float = 0.95,
     inclusion_prob: Values | None = None,
+    unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
-    judge_term: JudgeTerm = "all",
+    judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a ratio of two means, E[A]/E[B], from judge scores and a human-rated sample.
 
     For a yes-rate over applicable conversations, A_i = 1 if conversation i's answer is yes
     and B_i = 1 if it is yes or no (N/A leaves the denominator); :func:`ppi_item_rate` builds
-    these from labels. Each mean is estimated as in :func:`ppi_mean` (same λ for both) and
-    the ratio's variance comes from the delta method with the linearised score
-    (A_i - r B_i)/mean(B) (:mod:`.engine`). A ratio whose denominator mean is not positive
+    these from labels. Each mean is estimated by PPI as in :func:`ppi_mean` (same λ for
+    both; each equals ppi_py's ``ppi_mean_pointestimate`` of that column) and the ratio of the
+    two estimates is the point estimate; its variance comes from the delta method with the
+    linearised score (A_i - r B_i)/mean(B) (:mod:`.engine`). A ratio whose denominator mean is not positive
     (nothing applicable) is None with a note. The six sequences come in pairs: human A and B
     of the rated conversations, the judge's A and B of the same conversations in the same
     order, the judge's A and B of the unrated ones. Edge cases as in :func:`ppi_mean`; a
@@ -102,7 +108,7 @@ def ppi_ratio(
     y = _columns(numerator_labeled, denominator_labeled, "labeled")
     f_lab = _columns(numerator_hat_labeled, denominator_hat_labeled, "hat_labeled")
     f_unl = _columns(numerator_hat_unlabeled, denominator_hat_unlabeled, "hat_unlabeled")
-    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
     return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term)
 
 
@@ -138,8 +144,9 @@ def ppi_amhart_score(
     *,
     confidence: float = 0.95,
     inclusion_prob: Values | None = None,
+    unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
-    judge_term: JudgeTerm = "all",
+    judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's AMHART score, the mean of its conversation scores, with PPI.
 
@@ -152,7 +159,7 @@ def ppi_amhart_score(
     y = amhart_conversation_scores(human, "human")[:, None]
     f_lab = amhart_conversation_scores(judge_labeled, "judge_labeled")[:, None]
     f_unl = amhart_conversation_scores(judge_unlabeled, "judge_unlabeled")[:, None]
-    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
     estimate = ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term)
     return _renamed(estimate, "amhart_score")
 
@@ -197,8 +204,9 @@ def ppi_item_rate(
     na_labels: Iterable[str] = DEFAULT_NA_LABELS,
     confidence: float = 0.95,
     inclusion_prob: Values | None = None,
+    unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
-    judge_term: JudgeTerm = "all",
+    judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate one item's yes-rate, yes / (yes + no) over conversations, with PPI.
 
@@ -212,7 +220,7 @@ def ppi_item_rate(
     y = item_indicators(human, "human", **kw)
     f_lab = item_indicators(judge_labeled, "judge_labeled", **kw)
     f_unl = item_indicators(judge_unlabeled, "judge_unlabeled", **kw)
-    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
     estimate = ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term)
     return _renamed(estimate, "item_rate")
 
@@ -294,8 +302,9 @@ def ppi_vera_mh_score(
     *,
     confidence: float = 0.95,
     inclusion_prob: Values | None = None,
+    unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
-    judge_term: JudgeTerm = "all",
+    judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's VERA-MH score, (50 + BP%/2)(1 - HPH%/100)², with PPI.
 
@@ -303,14 +312,16 @@ def ppi_vera_mh_score(
     labels for the overall score (which pools labels; :func:`~stats.scores.vera_mh_score`).
     BP% and HPH% are ratios of mean counts over relevant (not Not Relevant) labels, so the
     score is a smooth function of three means (Best Practice, High Potential for Harm and
-    relevant counts per conversation), estimated by PPI with the delta method
-    (:mod:`.engine`). Shares estimated outside [0, 1] (possible with PPI on few ratings) are
+    relevant counts per conversation). The point estimate plugs the PPI estimates of the
+    three means (each ppi_py's ``ppi_mean_pointestimate`` of its column) into the score
+    formula; the interval is the delta method's, ppi_py's ``ppi_mean_ci`` of the linearised
+    score (:mod:`.engine`). Shares estimated outside [0, 1] (possible with PPI on few ratings) are
     clipped, with a note. Undefined when no relevant label is expected.
     """
     y = vera_mh_counts(human, "human")
     f_lab = vera_mh_counts(judge_labeled, "judge_labeled")
     f_unl = vera_mh_counts(judge_unlabeled, "judge_unlabeled")
-    d = make_sample(y, f_lab, f_unl, inclusion_prob)
+    d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
     return ppi_estimate(d, VERA_MH, confidence=confidence, tuned=tuned, judge_term=judge_term)
 
 

@@ -128,11 +128,15 @@ def test_expected_width_shrinks_with_more_ratings_and_beats_humans_alone_when_ju
     widths = [g["ppi_width"] for g in preview.grid]
     assert [g["n"] for g in preview.grid] == [25]  # 48 conversations: only n=25 fits the grid (and the choice)
     small = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=1, d_agree=0.05, d_split=0.2))
-    assert small.pooled.ppi_width > preview.pooled.ppi_width
-    assert preview.pooled.ppi_width < preview.pooled.human_only_width
-    assert preview.pooled.effective_n > 25
-    worse = plan_preview(run, None, PlanOptions(method="simple_random", n=25, seed=1, d_agree=0.4, d_split=0.6))
-    assert worse.pooled.ppi_width > preview.pooled.ppi_width
+    # PPI++ shrinks with more ratings and never loses to humans alone.
+    assert small.pooled.tuned_width > preview.pooled.tuned_width
+    assert preview.pooled.tuned_width <= preview.pooled.human_only_width
+    assert small.pooled.ppi_width < small.pooled.human_only_width and small.pooled.effective_n > 10
+    # PPI (λ = 1) on a pool of 48: rating 25 leaves 23 for the judge term, whose variance var/23 then
+    # outweighs what the ratings add; the page says so.
+    assert small.pooled.ppi_width < preview.pooled.ppi_width
+    worse = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=1, d_agree=0.4, d_split=0.6))
+    assert worse.pooled.ppi_width > small.pooled.ppi_width
     assert widths
 
 
@@ -250,3 +254,20 @@ def test_random_plans_are_reproducible(run):
     a = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=random.Random(1).randint(0, 99)))
     b = plan_preview(run, None, PlanOptions(method="simple_random", n=10, seed=a.options.seed))
     assert a.plan.selected == b.plan.selected
+
+
+def test_preview_says_cannot_be_estimated_where_the_judges_scores_do_not_vary(db, coordinator):
+    # Every conversation gets the same labels from every judge: no spread to plan a humans-only
+    # interval with. The page says so in words instead of "± 0.000" and a dash.
+    instrument = amhart()
+    conversations = corpus(repetitions=4)
+    same = {k: ("N/A" if k in ("amhart_13", "amhart_14") else "yes") for k in AMHART_KEYS}
+    flat = judged_run(instrument, judges_for(instrument, ["f1", "f2"]), conversations, lambda j, c: dict(same))
+    preview = plan_preview(flat, None, PlanOptions(method="simple_random", n=8, seed=1))
+    assert preview.pooled.human_only_width is None and preview.pooled.effective_n is None
+    assert preview.pooled.note.startswith("cannot be estimated: the judges give every one")
+    body = client_for(coordinator).get("/studies/new/from-run/preview/", {
+        "run": flat.pk, "method": "simple_random", "plan_size": 8, "d_agree": 15, "d_split": 40, "allocation": "proportional",
+    }).content.decode()
+    assert "cannot be estimated" in body and "± 0.000" not in body
+    assert "the judges give every one of these conversations the same score" in body

@@ -168,13 +168,27 @@ def test_a_sampling_plan_weights_the_rated_conversations_by_their_inclusion_prob
         [list(_ensemble(run, c.pk).values()) for c in lab],
         [list(_ensemble(run, c.pk).values()) for c in unl],
     )
-    weighted = ppi_amhart_score(*args, inclusion_prob=[pi[c.pk] for c in lab])
+    # Every judged conversation's π is kept with the plan: an unrated one counts 1/(1 - π) in PPI.
+    units = {int(k): v for k, v in study.sampling_plan.planning["unit_inclusion_prob"].items()}
+    assert all(units[c.pk] == pytest.approx(pi[c.pk]) for c in lab)
+    weighted = ppi_amhart_score(*args, inclusion_prob=[pi[c.pk] for c in lab],
+                                unlabeled_inclusion_prob=[units[c.pk] for c in unl])
     row = next(r for r in data["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(mine[0]))
-    assert row["weighted"] is True
+    assert row["weighted"] is True and row["weights"].startswith("Hajek")
     assert row["ppi"]["estimate"] == pytest.approx(weighted.ppi.estimate)
+    assert row["ppi"]["low"] == pytest.approx(weighted.ppi.low)
     assert row["human_only"]["estimate"] == pytest.approx(weighted.human_only.estimate)
+    two_phase = ppi_amhart_score(*args, inclusion_prob=[pi[c.pk] for c in lab], judge_term="all")
+    assert row["two_phase"]["estimate"] == pytest.approx(two_phase.ppi.estimate)
     unweighted = ppi_amhart_score(*args)
-    assert row["ppi"]["std_error"] != pytest.approx(unweighted.ppi.std_error)
+    assert row["ppi"]["estimate"] != pytest.approx(unweighted.ppi.estimate)
+    # A plan stored before the full map was kept is rebuilt from its strata, to the same figures.
+    plan = study.sampling_plan
+    plan.planning = {k: v for k, v in plan.planning.items() if k != "unit_inclusion_prob"}
+    plan.save(update_fields=["planning"])
+    rebuilt = judge_assisted_scorecard(study=study, run=run)
+    again = next(r for r in rebuilt["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(mine[0]))
+    assert again["ppi"]["estimate"] == pytest.approx(row["ppi"]["estimate"])
 
 
 def test_without_enough_ratings_a_row_says_why_instead_of_guessing(db, coordinator, clinician):
@@ -185,8 +199,13 @@ def test_without_enough_ratings_a_row_says_why_instead_of_guessing(db, coordinat
     study = rated_study(coordinator, [clinician], conversations[:1], truth)
     data = judge_assisted_scorecard(study=study, run=run)
     rows = [r for r in data["rows"] if r["score"] == "amhart_score"]
-    assert all(r["error"] and "at least 2" in r["error"] for r in rows)
-    assert all(r["ppi"] is None for r in rows)
+    assert all(not r["error"] and r["warning"] and "uncorrected" in r["warning"] for r in rows)
+    for r in rows:
+        assert r["judge_only"]["estimate"] is not None
+        for method in ("ppi", "ppi_tuned", "human_only", "two_phase"):
+            assert r[method]["low"] is None and r[method]["cannot_estimate"].startswith("cannot be estimated")
+    one = next(r for r in rows if r["n_labeled"] == 1)
+    assert "only 1 rated conversation" in one["ppi"]["cannot_estimate"]
 
 
 def test_page_plot_api_and_csv_show_the_same_figures_to_readers_only(judged, coordinator, researcher, clinician, outsider):
@@ -196,13 +215,17 @@ def test_page_plot_api_and_csv_show_the_same_figures_to_readers_only(judged, coo
     assert page.status_code == 200
     body = page.content.decode()
     assert "Judge-assisted (PPI)" in body and "Humans only" in body and "Judges only" in body and "PPI++" in body
+    assert "ddof 0" in body and "ppi_py" in body
     assert 'id="assisted-chart"' in body and "BOT-A" in body
     api = client.get(f"/api/v1/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").json()
     direct = judge_assisted_scorecard(study=study, run=run)
     assert [r["ppi"] for r in api["rows"]] == [r["ppi"] for r in direct["rows"]]
     rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judge-assisted.csv?run={run.pk}").content.decode())))
-    assert len(rows) == 4 * len(direct["rows"])
-    assert {r["method"] for r in rows} == {"judge_only", "human_only", "ppi", "ppi_tuned"}
+    assert len(rows) == 5 * len(direct["rows"])
+    assert {r["method"] for r in rows} == {"judge_only", "human_only", "ppi", "ppi_tuned", "two_phase"}
+    assert {r["ddof"] for r in rows if r["method"] == "ppi"} == {"0"}
+    assert all("Prediction-powered inference (PPI)" == r["estimator"] for r in rows if r["method"] == "ppi")
+    assert api["methods_used"]["ppi_tuned"]["name"].startswith("Power-tuned") and api["methods_used"]["ppi"]["ddof"] == 0
     ppi = next(r for r in rows if r["method"] == "ppi" and r["score"] == "amhart_score" and r["chatbot"].startswith("BOT-A"))
     row = next(r for r in direct["rows"] if r["score"] == "amhart_score" and r["chatbot"].startswith("BOT-A"))
     assert float(ppi["estimate"]) == pytest.approx(row["ppi"]["estimate"])
@@ -235,9 +258,12 @@ def test_study_without_consensus_says_so(db, coordinator, clinician):
     study = study_create(name="Empty", instrument=instrument, section=None, conversation_ids=[c.pk for c in conversations],
                          created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")], raters_per_conversation=1)
     data = judge_assisted_scorecard(study=study, run=run)
-    assert "compute consensus" in data["empty"]
+    assert "compute consensus" in data["no_ratings"] and "empty" not in data
+    # The judges' figures are still there, marked uncorrected.
+    row = next(r for r in data["rows"] if r["score"] == "amhart_score")
+    assert row["judge_only"]["estimate"] == pytest.approx(1.0) and "uncorrected" in row["warning"]
     body = client_for(coordinator).get(f"/reports/studies/{study.pk}/judge-assisted/").content.decode()
-    assert "compute consensus" in body
+    assert "compute consensus" in body and "uncorrected" in body
 
 
 def test_researcher_member_reads_it(judged):
@@ -331,3 +357,65 @@ def test_a_plan_half_rated_says_how_many_conversations_wait_for_a_consensus(db, 
     rate_all(study, coordinator, [clinician], picked[:8], truth)
     data = judge_assisted_scorecard(study=study, run=run)
     assert data["weighted"] is True and "4 of the plan's 12 conversations have no consensus yet" in data["notes"][0]
+
+
+def test_a_chatbot_nobody_rated_shows_judges_only_with_an_uncorrected_warning(db, coordinator, clinician):
+    instrument = amhart()
+    conversations = corpus(repetitions=4)
+    truth = amhart_truth(conversations, seed=4)
+    run = judged_run(instrument, judges_for(instrument, ["u1", "u2"]), conversations, lambda j, c: truth[c.pk])
+    bot_a = [c for c in conversations if c.target.code == "BOT-A"]
+    bot_b = [c for c in conversations if c.target.code == "BOT-B"]
+    study = rated_study(coordinator, [clinician], bot_a[:5], truth)
+    data = judge_assisted_scorecard(study=study, run=run)
+    row = next(r for r in data["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(bot_b[0]))
+    assert row["n_labeled"] == 0 and row["n_total"] == len(bot_b)
+    scores = [amhart_score(list(truth[c.pk].values())).score for c in bot_b]
+    assert row["judge_only"]["estimate"] == pytest.approx(sum(scores) / len(scores))
+    assert row["judge_only"]["low"] is not None
+    assert "uncorrected" in row["warning"] and "no clinician rated any" in row["warning"]
+    assert row["human_only"]["estimate"] is None and "no clinician rated" in row["ppi"]["cannot_estimate"]
+    client = client_for(coordinator)
+    api = client.get(f"/api/v1/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").json()
+    api_row = next(r for r in api["rows"] if r["score"] == "amhart_score" and r["chatbot"] == row["chatbot"])
+    assert api_row["warning"] == row["warning"] and api_row["judge_only"]["estimate"] == row["judge_only"]["estimate"]
+    body = client.get(f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").content.decode()
+    assert "Judges only, uncorrected" in body
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judge-assisted.csv?run={run.pk}").content.decode())))
+    judge_b = next(r for r in rows if r["method"] == "judge_only" and r["score"] == "amhart_score" and r["chatbot"] == row["chatbot"])
+    assert float(judge_b["estimate"]) == pytest.approx(row["judge_only"]["estimate"]) and "uncorrected" in judge_b["warning"]
+    ppi_b = next(r for r in rows if r["method"] == "ppi" and r["score"] == "amhart_score" and r["chatbot"] == row["chatbot"])
+    assert ppi_b["estimate"] == "" and ppi_b["cannot_estimate"].startswith("cannot be estimated")
+
+
+def test_rated_conversations_all_alike_say_cannot_be_estimated_instead_of_a_point_interval(db, coordinator, clinician):
+    from reports.judge_assisted.views import plot_data
+
+    instrument = amhart()
+    conversations = corpus(repetitions=6)
+    truth = {c.pk: {k: ("N/A" if k in ("amhart_13", "amhart_14") else "yes") for k in AMHART_KEYS} for c in conversations}
+    rng = random.Random(3)
+    # The judges miss some yes's; every conversation the clinicians rated is all yes (score 1).
+    judged = {c.pk: noisy(truth[c.pk], rng, 0.1, alphabet=("yes", "no")) for c in conversations}
+    run = judged_run(instrument, judges_for(instrument, ["s1", "s2"]), conversations, lambda j, c: judged[c.pk])
+    bot_a = [c for c in conversations if c.target.code == "BOT-A"]
+    study = rated_study(coordinator, [clinician], bot_a[:8], truth)
+    data = judge_assisted_scorecard(study=study, run=run)
+    row = next(r for r in data["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(bot_a[0]))
+    assert row["n_labeled"] == 8
+    for method in ("human_only", "ppi", "ppi_tuned"):
+        est = row[method]
+        assert est["low"] is None and est["high"] is None and est["std_error"] is None
+        assert est["cannot_estimate"].startswith("cannot be estimated: the clinicians' scores are the same on all 8")
+    assert row["human_only"]["estimate"] == pytest.approx(1.0)  # the mean itself is known
+    assert row["judge_only"]["low"] is not None
+    # Not drawn: the plot has no point for an interval that cannot be estimated.
+    plot = plot_data(data, "amhart_score")
+    ppi_trace = plot["traces"][2]
+    assert len(ppi_trace["x"]) == 0 and plot["not_drawn"]
+    client = client_for(coordinator)
+    body = client.get(f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").content.decode()
+    assert "cannot be estimated: the clinicians" in body and "[100.0%, 100.0%]" not in body
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judge-assisted.csv?run={run.pk}").content.decode())))
+    human = next(r for r in rows if r["method"] == "human_only" and r["score"] == "amhart_score" and r["chatbot"] == row["chatbot"])
+    assert human["ci_low"] == "" and human["cannot_estimate"].startswith("cannot be estimated")

@@ -67,7 +67,9 @@ def test_item_rate_is_the_ratio_of_yes_to_applicable() -> None:
         [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1], [1, 0, 1, 0], [1, 1, 1, 0]
     )
     assert r.target == "item_rate"
-    assert r.ppi.estimate == pytest.approx(expected.ppi.estimate) == pytest.approx(0.5)
+    # PPI of each mean: yes = mean(unrated 1 0 1 0) + mean(human - judge: 0 -1 0 0) = 1/4;
+    # applicable = 3/4 + 0. Rate = (1/4) / (3/4).
+    assert r.ppi.estimate == pytest.approx(expected.ppi.estimate) == pytest.approx(1 / 3)
     assert r.human_only.estimate == pytest.approx(2 / 3)  # 2 yes of 3 applicable
 
 
@@ -89,9 +91,9 @@ def test_vera_human_and_judge_only_estimates_are_the_pooled_scores() -> None:
     assert r.human_only.estimate == pytest.approx(pooled_human)
     assert r.judge_only.estimate == pytest.approx(pooled_judge)
     # Counts (BP, HPH, relevant): human sums 3, 1, 6 on the 4 rated; judge 5, 0, 6 on them
-    # and 7, 1, 10 on all 7 judged. PPI means = judge mean over 7 + (human - judge)/4:
-    # BP 7/7 - 2/4 = 0.5; HPH 1/7 + 1/4; relevant 10/7 + 0.
-    bp, hph, rel = 7 / 7 - 2 / 4, 1 / 7 + 1 / 4, 10 / 7
+    # and 2, 1, 4 on the 3 unrated. PPI means = judge mean over the unrated + mean of
+    # (human - judge) over the rated: BP 2/3 - 2/4; HPH 1/3 + 1/4; relevant 4/3 + 0.
+    bp, hph, rel = 2 / 3 - 2 / 4, 1 / 3 + 1 / 4, 4 / 3
     p, h = bp / rel, hph / rel
     assert r.ppi.estimate == pytest.approx((50 + 50 * p) * (1 - h) ** 2)
 

@@ -139,23 +139,28 @@ def test_bad_plans_are_rejected(call: Callable[[], object], message: str) -> Non
 
 
 def test_expected_width_by_hand() -> None:
-    # var_y 0.24, var_residual 0.1, n 100 of N 2000:
-    # Var(PPI) = 0.24/2000 + 0.95 * 0.1/100 = 0.00012 + 0.00095 = 0.00107.
+    # var_y 0.24, var_residual 0.1, n 100 of N 2000 (1900 unrated):
+    # Var(PPI) = 0.24/1900 + 0.1/100 (the paper's); two-phase 0.24/2000 + 0.95 * 0.1/100.
     # Var(human-only) = 0.24/100 = 0.0024. Width = 2 * 1.96 * SE.
     w = expected_ppi_width(var_y=0.24, var_residual=0.1, n=100, population=2000)
-    assert w.ppi_std_error == pytest.approx(math.sqrt(0.00107))
-    assert w.ppi_width == pytest.approx(2 * 1.959963984540054 * math.sqrt(0.00107))
+    ppi = 0.24 / 1900 + 0.001
+    assert w.ppi_std_error == pytest.approx(math.sqrt(ppi))
+    assert w.ppi_width == pytest.approx(2 * 1.959963984540054 * math.sqrt(ppi))
+    assert w.two_phase_std_error == pytest.approx(math.sqrt(0.00107))
     assert w.human_only_std_error == pytest.approx(math.sqrt(0.0024))
-    assert w.effective_n == pytest.approx(0.24 / 0.00107)
+    assert w.effective_n == pytest.approx(0.24 / ppi)
     assert w.tuned_width is None
 
 
 def test_expected_tuned_width_uses_the_optimal_lambda() -> None:
     # var_y 0.24, var_yhat 0.2, var_residual 0.14: cov = (0.24 + 0.2 - 0.14)/2 = 0.15;
-    # lambda = 0.15/0.2 = 0.75; residual 0.24 - 2(0.75)(0.15) + 0.5625(0.2) = 0.1275.
+    # PPI++: lambda = 0.15 / ((1 + 100/1900) 0.2) = 0.7125;
+    # Var = 0.7125² 0.2/1900 + (0.24 - 2(0.7125)(0.15) + 0.7125² 0.2)/100.
     w = expected_ppi_width(var_y=0.24, var_residual=0.14, n=100, population=2000, var_yhat=0.2)
-    assert w.tuned_lam == pytest.approx(0.75)
-    assert w.tuned_std_error**2 == pytest.approx(0.24 / 2000 + 0.95 * 0.1275 / 100)
+    lam = 0.15 / ((1 + 100 / 1900) * 0.2)
+    assert w.tuned_lam == pytest.approx(lam) == pytest.approx(0.7125)
+    resid = 0.24 - 2 * lam * 0.15 + lam**2 * 0.2
+    assert w.tuned_std_error**2 == pytest.approx(lam**2 * 0.2 / 1900 + resid / 100)
     assert w.tuned_width < w.ppi_width
 
 
@@ -202,3 +207,16 @@ def test_residual_variance_from_agreement() -> None:
         residual_variance_from_agreement(0.1, bias=0.2)
     with pytest.raises(StatsInputError):
         expected_ppi_width(var_y=-1, var_residual=0.1, n=10, population=100)
+
+
+def test_expected_plan_width_of_ppi_plus_plus_is_never_wider_than_ppi_or_humans_alone() -> None:
+    ids = list(range(60))
+    flags = [i < 10 for i in ids]
+    for n, residual in ((10, 0.02), (40, 0.02), (40, 0.3), (55, 0.1)):
+        w = expected_plan_width(plan_oversample(ids, flags, n, 0, boost=3.0), var_y=0.2, residual_var=residual)
+        assert 0 <= w.tuned_lam <= 1
+        assert w.tuned_std_error <= min(w.ppi_std_error, w.human_only_std_error) + 1e-12
+    # With equal π: PPI's variance is var/(N - n) + r/n, humans only var/n.
+    srs = expected_plan_width(plan_simple_random(ids, 20, 0), var_y=0.2, residual_var=0.05)
+    assert srs.ppi_std_error**2 == pytest.approx(0.2 / 40 + 0.05 / 20)
+    assert srs.human_only_std_error**2 == pytest.approx(0.2 / 20)
