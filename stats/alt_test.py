@@ -461,6 +461,7 @@ def alt_test_long(
             continue
         humans.setdefault(rater, {})[(unit, item)] = label
         items.append(item)
+    humans = dict(sorted(humans.items(), key=lambda kv: str(kv[0])))  # raters in name order on every output
     machine = {(unit, item): label for unit, item, label in judge_rows if label is not None}
     items = list(dict.fromkeys([*items, *(k[1] for k in machine)]))
     pooled = alt_test(humans, machine, epsilon=epsilon, q=q, scoring=scoring, min_raters=min_raters,
