@@ -27,7 +27,16 @@ from typing import Any
 import numpy as np
 
 from .agreement import _kappa_from_tables
-from .bootstrap import CLUSTERS_METHOD, Batched, ConfidenceInterval, bootstrap_intervals
+from .bootstrap import (
+    CLUSTERS_METHOD,
+    Batched,
+    ConfidenceInterval,
+    cluster_codes,
+    make_rng,
+    percentile_interval,
+    resample_weights,
+    sum_by_cluster,
+)
 
 MIN_SHARED_CONVERSATIONS = 10
 
@@ -227,8 +236,8 @@ def judge_human_figures(
             if any(k in people[b] for k in people[a]):
                 add(f"pair|{a}|{b}", people[b], people[a])
     loo_meta = _leave_one_out(build, people, machines, min_shared_conversations)
-    intervals = bootstrap_intervals(build.statistics, n_resamples=n_resamples, seed=seed, confidence=confidence,
-                                    clusters=[k[0] for k in instances]) if n_resamples else {}
+    intervals = _cluster_intervals(build.statistics, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                                   clusters=[k[0] for k in instances]) if n_resamples else {}
 
     def figure(name: str, rater: str, ref: str) -> Figure:
         n, n_conv = points[name]
@@ -263,6 +272,48 @@ def judge_human_figures(
         judge: _loo_results(build, meta, intervals, judge) for judge, meta in loo_meta.items()
     }
     return JudgeHumanFigures(vs_consensus, vs_items, vs_raters, pairs, human_range, leave_one_out, parameters)
+
+
+def _cluster_intervals(
+    statistics: Mapping[str, Batched],
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    clusters: Sequence[Hashable],
+) -> dict[str, ConfidenceInterval]:
+    """Return percentile intervals of the cluster bootstrap, as ``stats.bootstrap.bootstrap_intervals``.
+
+    The same draws (``resample_weights`` over the clusters from one seeded generator, summed
+    features per cluster) and the same percentile rule; only the product ``weights @
+    features`` is taken once for every statistic's block side by side, since hundreds of
+    figures here share a few hundred conversations (agreement and kappa share one block).
+    """
+    names = list(statistics)
+    blocks: dict[int, tuple[int, int]] = {}
+    matrices: list[np.ndarray] = []
+    width = 0
+    for name in names:
+        features = statistics[name].features
+        if id(features) not in blocks:
+            blocks[id(features)] = (width, width + features.shape[1])
+            matrices.append(np.asarray(features, dtype=float))
+            width += features.shape[1]
+    big = np.hstack(matrices)
+    codes, n_draw = cluster_codes(clusters)
+    if n_draw < big.shape[0]:
+        big = np.asarray(sum_by_cluster(big, codes, n_draw))
+    draws: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    for weights in resample_weights(n_draw, n_resamples, make_rng(seed)):
+        sums = weights @ big
+        for name in names:
+            start, stop = blocks[id(statistics[name].features)]
+            draws[name].append(statistics[name].finalize(sums[:, start:stop])[0])
+    out = {}
+    for name, values in draws.items():
+        ci = percentile_interval(np.concatenate(values), confidence)
+        out[name] = ConfidenceInterval(ci.low, ci.high, ci.confidence, ci.n_resamples, ci.n_undefined, CLUSTERS_METHOD, ci.note)
+    return out
 
 
 def _leave_one_out(

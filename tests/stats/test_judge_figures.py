@@ -140,3 +140,20 @@ def test_a_rater_with_one_conversation_is_shown_but_left_out_of_the_mean():
     assert rows["r9"]["in_mean"] is False and rows["r9"]["n_conversations"] == 1
     assert rows["r9"]["agreement"]["reading"] == "undefined"  # one conversation: a collapsed interval
     assert result.leave_one_out["good"]["mean"]["n_raters"] == 4
+
+
+def test_the_shared_product_gives_exactly_the_intervals_of_stats_bootstrap():
+    from stats.bootstrap import bootstrap_intervals
+    from stats.judge_figures import _Builder, _cluster_intervals
+
+    humans, truth = _study(5, n=25)
+    instances = sorted(truth)
+    build = _Builder(instances, 2)
+    code = {"yes": 0, "no": 1}
+    for rater in ("r0", "r1", "r2"):
+        mine = {(u, i): code[lab] for u, r, i, lab in humans if r == rater}
+        build.add_pair(f"truth|{rater}", build.table({k: code[v] for k, v in truth.items()}, mine))
+    clusters = [k[0] for k in instances]
+    ours = _cluster_intervals(build.statistics, n_resamples=300, seed=11, confidence=0.9, clusters=clusters)
+    reference = bootstrap_intervals(build.statistics, n_resamples=300, seed=11, confidence=0.9, clusters=clusters)
+    assert ours == reference
