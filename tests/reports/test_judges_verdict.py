@@ -147,3 +147,17 @@ def test_below_the_minimums_the_page_and_api_say_cannot_decide_yet():
     verdict = page.split('id="verdict"', 1)[1].split("<tbody>", 1)[1].split("</table>", 1)[0]
     assert verdict.count("cannot decide yet: 0 raters with at least 30 instances") == 4
     assert "verdict-badge pass" not in verdict and "verdict-badge fail" not in verdict
+
+
+def test_the_study_api_reads_and_sets_epsilon_for_its_coordinator_only(known, clinician, outsider):
+    study = known.study
+    client = client_for(known.coordinator)
+    assert client.get(f"/api/v1/studies/{study.pk}/").json()["alt_test_epsilon"] == 0.2
+    response = client.post(f"/api/v1/studies/{study.pk}/alt-test-epsilon/", {"epsilon": 0.15}, content_type="application/json")
+    assert response.status_code == 200 and response.json()["alt_test_epsilon"] == 0.15
+    assert client.post(f"/api/v1/studies/{study.pk}/alt-test-epsilon/", {"epsilon": 0.7}, content_type="application/json").status_code == 400
+    for user in (clinician, outsider):
+        assert client_for(user).post(f"/api/v1/studies/{study.pk}/alt-test-epsilon/", {"epsilon": 0.1},
+                                     content_type="application/json").status_code in (403, 404)
+    study.refresh_from_db()
+    assert study.alt_test_epsilon == 0.15
