@@ -56,6 +56,7 @@ PASS_WINNING_RATE = 0.5  # the paper passes a judge that wins against at least h
 MIN_RATERS_PER_INSTANCE = 2  # leaving one out must leave someone to compare with
 MIN_INSTANCES_PER_RATER = 30  # the paper: at least 30 instances for the t-test's normality
 MIN_RATERS = 3  # the paper recommends at least three annotators
+SUGGESTED_INSTANCES = 50  # the paper: 50-100 annotated instances suffice in most cases
 EPSILON_GUIDANCE: tuple[tuple[float, str], ...] = (
     (0.2, "expert raters (reliable but expensive, e.g. clinicians)"),
     (0.15, "skilled raters (trained students or research staff)"),
@@ -363,6 +364,12 @@ def _conclude(
         notes.append(
             f"{two} of {counts['n_instances']} instances have only two raters: leaving one out "
             "compares the judge with a single other rater (the paper recommends three or more)"
+        )
+    few = [r for r in per_rater if r.n_instances < SUGGESTED_INSTANCES]
+    if few:
+        notes.append(
+            f"{len(few)} tested rater{'s have' if len(few) != 1 else ' has'} fewer than {SUGGESTED_INSTANCES} instances "
+            f"(the paper suggests {SUGGESTED_INSTANCES}-100 for the t-test's power)"
         )
     if reason is not None:
         return AltTest(epsilon, q, scoring, None, rho, None, f"cannot decide yet: {reason}", reason, per_rater,
