@@ -1,52 +1,18 @@
-"""The alternative annotator test (alt-test): may an LLM judge replace the human raters?
+"""The alt-test procedure on one set of instances: per-rater tests, Benjamini-Yekutieli, omega, rho.
 
-Calderon, Reichart & Dror (2025), "The Alternative Annotator Test for LLM-as-a-Judge: How to
-Statistically Justify Replacing Human Annotators with LLMs", Proceedings of ACL 2025 (long
-papers), pp. 16051-16081. The procedure, as the paper gives it:
-
-1. Leave one human annotator ``j`` out. On each instance ``i`` that ``j`` annotated, score the
-   judge ``f`` and the left-out annotator against the *remaining* annotators of ``i`` with an
-   alignment scoring function ``S``: ACC (the share of the remaining annotators whose label
-   equals the candidate's) for categories, -RMSE for numbers.
-2. Indicators: ``W_f(i, j) = 1`` when ``S(f) >= S(h_j)``; ``W_h(i, j) = 1`` when
-   ``S(h_j) >= S(f)`` (a tie counts for both). The advantage probabilities are their means
-   over ``j``'s instances: ``rho_f_j`` and ``rho_h_j``.
-3. Per annotator, a one-sided paired t-test of ``H0: rho_h_j - rho_f_j >= epsilon`` against
-   ``H1: rho_h_j - rho_f_j < epsilon`` on the differences ``W_h - W_f``. ``epsilon`` is the
-   cost-benefit margin: the advantage the judge is granted for being cheaper and faster.
-4. The Benjamini-Yekutieli procedure at ``q = 0.05`` over the annotators' p-values (the tests
-   share instances, so they are dependent; BY controls the false discovery rate under any
-   dependence). The judge "wins" against ``j`` when ``H0_j`` is rejected.
-5. The winning rate ``omega`` is the share of annotators the judge wins against; the judge
-   passes when ``omega >= 0.5``. The average advantage probability ``rho`` is the mean of
-   ``rho_f_j`` over annotators: the measure to compare judges (higher is better; a judge equal
-   to the majority of the others scores ``rho = 1`` under ACC).
-
-The paper's numbers, enforced here: each instance needs at least two annotators (leaving one
-out must leave a reference; the authors' code drops other instances), an annotator needs at
-least 30 instances for the t-test's normality (fewer: the annotator is left out of the test,
-and listed), and the test needs at least three annotators (the paper recommends three or more:
-with two the judge is compared with a single other person, without a consensus signal). It
-suggests 50-100 instances. Below these minimums there is no verdict, only "cannot decide
-yet: <reason>". Guidance on epsilon (the paper's FAQ): 0.2 for expert annotators (reliable,
-expensive), 0.15 for skilled annotators (trained students or workers), 0.1 for crowd workers,
-and smaller when inter-annotator agreement is low.
-
-Instances are whatever the caller makes them; evalsite uses (conversation, item) pairs,
-pooled over items or per item. Pooled instances of one conversation are not independent, which
-the paper's t-test assumes; the per-item tests do not have that issue.
+See the package docstring (``stats.alt_test``) for the paper's procedure and numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as scipy_stats
 
-from .data import StatsInputError
+from ..data import StatsInputError
 
 Scoring = Literal["accuracy", "neg_rmse"]
 SCORINGS: tuple[Scoring, ...] = ("accuracy", "neg_rmse")
@@ -404,91 +370,3 @@ def alt_test(
     rejected, adjusted = benjamini_yekutieli([t.p for t in tested], q)
     return _conclude(tested, excluded, counts, rejected, adjusted, epsilon=epsilon, q=q, scoring=scoring,
                      min_raters=min_raters, min_instances_per_rater=min_instances_per_rater)
-
-
-@dataclass(frozen=True)
-class AltTestReport:
-    """A judge's alt-test pooled over items and per item.
-
-    Per item, the Benjamini-Yekutieli step runs once over every (item, rater) p-value of the
-    judge, as the paper's FAQ asks when one judge is tested in several settings; then each
-    item's winning rate is computed on its own ("passes on X of Y items").
-    """
-
-    judge: Hashable
-    pooled: AltTest
-    items: dict[Hashable, AltTest]
-
-    @property
-    def items_passed(self) -> int:
-        """Return the number of items on which the judge passes."""
-        return sum(1 for t in self.items.values() if t.passed)
-
-    @property
-    def items_decided(self) -> int:
-        """Return the number of items with a verdict (minimums met)."""
-        return sum(1 for t in self.items.values() if t.passed is not None)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready mapping: the pooled test's fields, plus ``items``."""
-        return {
-            **self.pooled.as_dict(),
-            "judge": str(self.judge),
-            "items": {str(k): v.as_dict() for k, v in self.items.items()},
-            "items_passed": self.items_passed,
-            "items_decided": self.items_decided,
-        }
-
-
-Row = tuple[Hashable, Hashable, Hashable, Any]
-
-
-def alt_test_long(
-    ratings: Iterable[Row],
-    judge_rows: Iterable[tuple[Hashable, Hashable, Any]],
-    *,
-    judge: Hashable = "judge",
-    epsilon: float,
-    q: float = DEFAULT_Q,
-    scoring: Scoring = "accuracy",
-    min_raters: int = MIN_RATERS,
-    min_instances_per_rater: int = MIN_INSTANCES_PER_RATER,
-) -> AltTestReport:
-    """Run the alt-test from long rows, instances being (unit, item) pairs.
-
-    ``ratings``: (unit, rater, item, label); ``judge_rows``: (unit, item, label) of one judge.
-    Pooled: every (unit, item) pair is an instance. Per item: the units are the instances,
-    with one Benjamini-Yekutieli step over all the judge's (item, rater) tests.
-    """
-    _check(epsilon, q, scoring)
-    humans: dict[Hashable, dict[tuple[Hashable, Hashable], Any]] = {}
-    items: list[Hashable] = []
-    for unit, rater, item, label in ratings:
-        if label is None:
-            continue
-        humans.setdefault(rater, {})[(unit, item)] = label
-        items.append(item)
-    humans = dict(sorted(humans.items(), key=lambda kv: str(kv[0])))  # raters in name order on every output
-    machine = {(unit, item): label for unit, item, label in judge_rows if label is not None}
-    items = list(dict.fromkeys([*items, *(k[1] for k in machine)]))
-    pooled = alt_test(humans, machine, epsilon=epsilon, q=q, scoring=scoring, min_raters=min_raters,
-                      min_instances_per_rater=min_instances_per_rater)
-    prepared = {}
-    for item in items:
-        item_humans = {r: {k: v for k, v in m.items() if k[1] == item} for r, m in humans.items()}
-        item_humans = {r: m for r, m in item_humans.items() if m}
-        item_judge = {k: v for k, v in machine.items() if k[1] == item}
-        prepared[item] = _prepare(item_humans, item_judge, epsilon=epsilon, scoring=scoring,
-                                  min_instances_per_rater=min_instances_per_rater)
-    flat = [t.p for tested, _, _ in prepared.values() for t in tested]
-    rejected, adjusted = benjamini_yekutieli(flat, q)
-    per_item: dict[Hashable, AltTest] = {}
-    start = 0
-    for item, (tested, excluded, counts) in prepared.items():
-        stop = start + len(tested)
-        per_item[item] = _conclude(
-            tested, excluded, counts, rejected[start:stop], adjusted[start:stop], epsilon=epsilon, q=q,
-            scoring=scoring, min_raters=min_raters, min_instances_per_rater=min_instances_per_rater,
-        )
-        start = stop
-    return AltTestReport(judge, pooled, per_item)
