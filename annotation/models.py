@@ -32,6 +32,13 @@ class Study(models.Model):
     reliability_threshold = models.FloatField(
         default=0.5, help_text="Items below this kappa are flagged"
     )
+    # The alternative annotator test's cost-benefit margin epsilon (Calderon, Reichart & Dror,
+    # ACL 2025): 0.2 for expert raters such as clinicians (the default), 0.15 for skilled
+    # raters, 0.1 for crowd workers; smaller when the raters agree poorly with each other.
+    alt_test_epsilon = models.FloatField(
+        default=0.2,
+        help_text="Alt-test margin epsilon: 0.2 expert raters, 0.15 skilled raters, 0.1 crowd workers",
+    )
     # Below this many ratings of a conversation's item there is no consensus ("too few
     # ratings"): one rating agrees with nobody, so it can never be "unanimous".
     min_ratings_for_consensus = models.PositiveSmallIntegerField(
@@ -72,6 +79,10 @@ class Study(models.Model):
         verbose_name_plural = "studies"
         constraints = [
             models.CheckConstraint(condition=models.Q(sitting_gap_minutes__gte=1), name="study_sitting_gap_positive"),
+            models.CheckConstraint(
+                condition=models.Q(alt_test_epsilon__gte=0) & models.Q(alt_test_epsilon__lte=0.5),
+                name="study_alt_test_epsilon_range",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -50,7 +50,17 @@ class StudyJudgesView(APIView):
 
     @extend_schema(parameters=[NA, OpenApiParameter("run", int, required=True)], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, pk: int) -> Response:
-        """Each judge and the ensemble against human consensus and each single rater."""
+        """Each judge and the ensemble against human consensus and each single rater.
+
+        Per label set (``groups``): ``alt_test`` maps each judge and ``ensemble`` to the
+        alternative annotator test (Calderon, Reichart & Dror, ACL 2025) at the study's
+        ``alt_test_epsilon``: ``epsilon``, ``winning_rate``, ``advantage_probability``,
+        ``passed`` (None with ``verdict`` "cannot decide yet: ..." below the paper's minimums),
+        ``per_rater`` and ``items`` (per item). Agreement and kappa carry cluster-bootstrap
+        intervals (``agreement_ci``, ``kappa_ci``); ``leave_one_out`` gives (judge vs other
+        raters) - (rater vs other raters) with intervals; ``human_range`` leaves out and lists
+        rater pairs with too few shared conversations. ``parameters`` holds every setting used.
+        """
         study = selectors.study_get_for_reports(request.user, pk=pk)
         try:
             run_id = int(request.query_params.get("run", ""))

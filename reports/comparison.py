@@ -14,7 +14,6 @@ ratings, not rated yet).
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from reports import selectors
 from reports.jobs import Progress
 from reports.reliability import group_order, label_groups, normalise_rows
+from reports.verdict import group_verdict, headline, parameters
 from stats import rater_pair_agreement, reference_agreement
 
 Row = tuple[str, str, str, str | None]
@@ -103,12 +103,13 @@ def compute_judges(study: Study, run_id: int, na: str, progress: Progress) -> di
         "label_problems": problems[:20],
         "off_scale": {j: sum(c.values()) for j, c in off_scale.items()},
         "consensus_status": selectors.consensus_status_on(study, list(shared)),
+        "parameters": parameters(study.alt_test_epsilon),
     })
     groups = label_groups(shared, set(shared))
     payload["groups"] = []
     for index, keys in enumerate(groups):
         progress(0.15 + 0.8 * index / len(groups), f"comparing items {', '.join(keys[:3])}{'…' if len(keys) > 3 else ''}")
-        payload["groups"].append(_group(keys, shared, na, judges, ensemble, humans, consensus, off_scale))
+        payload["groups"].append(_group(keys, shared, na, judges, ensemble, humans, consensus, off_scale, study.alt_test_epsilon))
     return payload
 
 
@@ -121,8 +122,13 @@ def _group(
     humans: list[Row],
     consensus: dict[tuple[str, str], str],
     off_scale: dict[str, Counter[str]],
+    epsilon: float,
 ) -> dict[str, Any]:
-    """Compare judges, ensemble and humans on one group of items that share a label set."""
+    """Compare judges, ensemble and humans on one group of items that share a label set.
+
+    The verdict (the alt-test of each judge and the ensemble) and the figures with intervals
+    come from ``reports.verdict``; their intervals are merged into the comparison rows.
+    """
     order = group_order(keys, labels)
     if na == "exclude":
         order = [x for x in order if not any(labels[k].is_na(x) for k in keys)]
@@ -158,47 +164,40 @@ def _group(
         pairs = rater_pair_agreement(judge_names, people, na="category", na_labels=(), labels=order)
         vs_raters = [{k: v for k, v in c.as_dict().items() if k != "confusion"} for c in pairs.pooled]
         human_pairs = rater_pair_agreement(people, people, na="category", na_labels=(), labels=order)
-        envelope = [
+        group["vs_raters"] = vs_raters
+        group["human_pairs"] = [
             {k: v for k, v in c.as_dict().items() if k != "confusion"}
             for c in human_pairs.pooled
             if str(c.rater) < str(c.reference) and c.n > 0
         ]
-        group["vs_raters"] = vs_raters
-        group["human_pairs"] = envelope
-        kappas = [c["cohen_kappa"] for c in envelope if c["cohen_kappa"] is not None]
-        agreements = [c["percent_agreement"] for c in envelope if c["percent_agreement"] is not None]
-        group["human_envelope"] = {
-            "kappa_min": min(kappas) if kappas else None,
-            "kappa_max": max(kappas) if kappas else None,
-            "agreement_min": min(agreements) if agreements else None,
-            "agreement_max": max(agreements) if agreements else None,
-            "n_pairs": len(envelope),
-        }
-        per_judge: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for c in vs_raters:
-            if c["n"]:
-                per_judge[c["rater"]].append(c)
-        group["judge_vs_raters_mean"] = {
-            judge: {
-                "kappa": _mean([c["cohen_kappa"] for c in comps]),
-                "agreement": _mean([c["percent_agreement"] for c in comps]),
-                "n_raters": len(comps),
-                "inside": _inside(_mean([c["cohen_kappa"] for c in comps]), group["human_envelope"]),
-            }
-            for judge, comps in per_judge.items()
-        }
+        verdict = group_verdict(machine=machine, people=people, reference=reference, order=order, epsilon=epsilon)
+        figures = verdict["figures"]
+        group["alt_test"] = verdict["alt_test"]
+        group["headline"] = headline(verdict["alt_test"])
+        group["human_range"] = figures["human_range"]
+        group["leave_one_out"] = figures["leave_one_out"]
+        _merge_intervals(group.get("vs_consensus", []), figures["vs_consensus"])
+        for key, comps in group.get("per_item", {}).items():
+            _merge_intervals(comps, figures["vs_consensus_items"].get(key, []))
+        _merge_intervals(group["vs_raters"], figures["vs_raters"])
+        _merge_intervals(group["human_pairs"], figures["human_pairs"])
+        excluded = {(e["rater"], e["reference"]) for e in figures["human_range"]["excluded"]}
+        for c in group["human_pairs"]:
+            c["in_human_range"] = (c["reference"], c["rater"]) not in excluded and (c["rater"], c["reference"]) not in excluded
     return group
 
 
-def _inside(kappa: float | None, envelope: dict[str, Any]) -> str | None:
-    low, high = envelope.get("kappa_min"), envelope.get("kappa_max")
-    if kappa is None or low is None or high is None:
-        return None
-    if kappa < low:
-        return "below"
-    return "above" if kappa > high else "inside"
+def _merge_intervals(rows: list[dict[str, Any]], figures: list[dict[str, Any]]) -> None:
+    """Add each figure's intervals and conversation count to the matching comparison row.
 
-
-def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
+    The figures recompute agreement and kappa from the same labels (a test checks they are
+    equal); the rows keep their own point estimates and gain ``agreement_ci``/``kappa_ci``.
+    """
+    by_pair = {(f["rater"], f["reference"]): f for f in figures}
+    by_pair.update({(f["reference"], f["rater"]): f for f in figures})
+    for row in rows:
+        figure = by_pair.get((str(row["rater"]), str(row["reference"])))
+        if figure is not None:
+            row["agreement_ci"] = figure["agreement_ci"]
+            row["kappa_ci"] = figure["kappa_ci"]
+            row["n_conversations"] = figure["n_conversations"]

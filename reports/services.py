@@ -124,9 +124,11 @@ def study_judges_vs_humans(*, study: Study, run_id: int, na: str = "category", w
     """Compare each judge and the ensemble with human consensus and with each single rater.
 
     Only on the items both rate, per group of items sharing a label set (``reports.comparison``).
-    Also returns the humans' own pairwise agreement so a reader sees whether a judge sits
-    inside the human envelope. N/A is a category of its own by default (as AMHART compares
-    judges with the human reference); ``na="exclude"`` drops the declared N/A answers on both sides.
+    The headline is the alternative annotator test of each judge and the ensemble at the
+    study's epsilon (``reports.verdict``), with cluster-bootstrap intervals on every agreement
+    and kappa and a leave-one-rater-out comparison with the humans. N/A is a category of its
+    own by default (as AMHART compares judges with the human reference); ``na="exclude"``
+    drops the declared N/A answers on both sides.
     """
     return jobs.report_get("judges", {"study": study.pk, "run": run_id, "na": na}, wait=wait)
 
@@ -135,7 +137,8 @@ def _judges_version(params: dict[str, Any]) -> str:
     from judging.models import JudgeLabel
 
     stamp = JudgeLabel.objects.filter(result__run_id=params["run"]).aggregate(n=Count("id"), last=Max("result__finished_at"))
-    return f"{_study_version(params)}|{params['run']}|{stamp}"
+    epsilon = Study.objects.filter(pk=params["study"]).values_list("alt_test_epsilon", flat=True).first()
+    return f"{_study_version(params)}|{params['run']}|{stamp}|epsilon={epsilon}"
 
 
 jobs.register(

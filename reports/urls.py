@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from reports import views
+from reports import verdict_views, views
 
 app_name = "reports"
 
@@ -14,6 +14,8 @@ urlpatterns = [
     path("studies/<int:pk>/scorecard/<slug:table>.csv", views.scorecard_csv, name="scorecard-csv"),
     path("studies/<int:pk>/judges/", views.judges, name="judges"),
     path("studies/<int:pk>/judges.csv", views.judges_csv, name="judges-csv"),
+    path("studies/<int:pk>/judges/epsilon/", verdict_views.judges_epsilon, name="judges-epsilon"),
+    path("studies/<int:pk>/judges/<slug:table>.csv", verdict_views.judges_table_csv, name="judges-table-csv"),
     path("studies/<int:pk>/export.zip", views.study_export, name="study-export"),
     path("jobs/<int:job>/", views.report_job, name="job"),
     path("runs/<int:pk>/scorecard/", views.run_scorecard, name="run-scorecard"),

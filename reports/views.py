@@ -15,6 +15,7 @@ from core.permissions import roles_required
 from core.roles import Role
 from reports import jobs, selectors, services
 from reports.reliability import reliability_csv as reliability_csv_rows
+from reports.verdict_views import verdict_context
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
 
@@ -166,6 +167,7 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
         for comparison in group.get("vs_consensus", []):
             matrices[f"{index}:{comparison['rater']}"] = {"rater": comparison["rater"], **comparison["matrix"]}
     context["matrices"] = json.dumps(matrices)
+    context.update(verdict_context(data, study))
     return render(request, "reports/judges.html", context)
 
 
@@ -177,7 +179,8 @@ def judges_csv(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("choose a judge run of this study")
     data = services.study_judges_vs_humans(study=study, run_id=run_id, na=na)
     header = ["comparison", "label_set", "item", "item_text", "rater", "reference", "n", "percent_agreement", "cohen_kappa",
-              "n_judge_missing", "n_no_consensus"]
+              "n_judge_missing", "n_no_consensus", "n_conversations", "agreement_ci_low", "agreement_ci_high", "kappa_ci_low",
+              "kappa_ci_high", "in_human_range"]
     info = data.get("items_info") or {}
     rows = []
     for group in data.get("groups", []):
@@ -187,8 +190,11 @@ def judges_csv(request: HttpRequest, pk: int) -> HttpResponse:
         parts += [("judge_vs_rater", "pooled", group.get("vs_raters", [])), ("rater_vs_rater", "pooled", group.get("human_pairs", []))]
         for kind, item, comps in parts:
             for c in comps:
+                agreement_ci, kappa_ci = c.get("agreement_ci") or {}, c.get("kappa_ci") or {}
                 rows.append([kind, labels, item, (info.get(item) or {}).get("text", ""), c["rater"], c["reference"], c["n"],
-                             c["percent_agreement"], c["cohen_kappa"], c.get("n_rater_missing"), c.get("n_reference_missing")])
+                             c["percent_agreement"], c["cohen_kappa"], c.get("n_rater_missing"), c.get("n_reference_missing"),
+                             c.get("n_conversations"), agreement_ci.get("low"), agreement_ci.get("high"), kappa_ci.get("low"),
+                             kappa_ci.get("high"), c.get("in_human_range")])
     return _csv_response(f"study-{study.pk}-run-{run_id}-judges.csv", header, rows)
 
 

@@ -1,5 +1,8 @@
 """Command line: ``python -m stats agreement FILE.csv [options]``, no database needed.
 
+``python -m stats alt-test RATINGS.csv --judges JUDGES.csv --epsilon E`` runs the alternative
+annotator test (``stats.alt_test_cli``).
+
 FILE.csv has the header ``unit,rater,item,label`` (any column order, extra columns ignored);
 an empty label is a missing rating. Input errors print ``error: FILE, line N, column C: ...``
 on stderr and exit with status 2.
@@ -304,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="long: unit,rater,item,label; vera-mh: the published VERA-MH clinician ratings CSV "
         "(the five dimension columns are the items; NA cells are missing; a leading # is dropped)",
     )
+    from .alt_test_cli import add_parser
+
+    add_parser(sub)
     return parser
 
 
@@ -338,6 +344,10 @@ def _non_negative(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 bad input)."""
     args = build_parser().parse_args(argv)
+    if args.command == "alt-test":
+        from .alt_test_cli import main as alt_test_main
+
+        return alt_test_main(args)
     if not 0 < args.confidence < 1:
         print("error: --confidence must lie strictly between 0 and 1", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ from annotation.studies.services import (
     study_assign,
     study_create,
     study_remove_rater,
+    study_set_alt_test_epsilon,
 )
 from core.roles import Role, has_any_role
 from corpus.conversations.selectors import conversation_ids_for_selection
@@ -61,6 +62,10 @@ from corpus.conversations.selectors import conversation_ids_for_selection
 READ_ACTIONS = {"list", "retrieve", "assignments", "progress", "consensus"}
 USER_ID = OpenApiParameter("user_id", int, OpenApiParameter.PATH, description="id of the rater")
 CONSENSUS_ID = OpenApiParameter("consensus_id", int, OpenApiParameter.PATH, description="id of the consensus label")
+
+
+class AltTestEpsilonSerializer(serializers.Serializer):
+    epsilon = serializers.FloatField(min_value=0, max_value=0.5, help_text="0.2 expert raters, 0.15 skilled raters, 0.1 crowd workers")
 
 
 class IsStudyStaff(BasePermission):
@@ -147,6 +152,20 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
             qs = qs.filter(status=request.query_params["status"])
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(AssignmentSerializer(page, many=True).data)
+
+    @extend_schema(request=AltTestEpsilonSerializer, responses={200: StudySerializer})
+    @action(detail=True, methods=["post"], url_path="alt-test-epsilon")
+    def alt_test_epsilon(self, request: Request, pk: str) -> Response:
+        """Set the alt-test margin epsilon of the judges-vs-humans verdict.
+
+        Calderon, Reichart & Dror (ACL 2025): 0.2 for expert raters (the default: clinicians),
+        0.15 for skilled raters, 0.1 for crowd workers; smaller when raters agree poorly.
+        """
+        study = self.get_object()
+        data = AltTestEpsilonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study_set_alt_test_epsilon(study=study, epsilon=data.validated_data["epsilon"], actor=request.user)
+        return Response(StudySerializer(reads.study_get_for_coordinator(request.user, pk=study.pk)).data)
 
     @extend_schema(request=RaterAddSerializer, responses={200: MovedSerializer})
     @action(detail=True, methods=["post"])

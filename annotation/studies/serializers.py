@@ -29,7 +29,8 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = [
             "id", "name", "description", "instrument", "section", "raters_per_conversation", "composition",
-            "tie_policy", "min_ratings_for_consensus", "calibration_required", "selection", "sample_seed", "assignment_seed",
+            "tie_policy", "min_ratings_for_consensus", "alt_test_epsilon", "calibration_required", "selection", "sample_seed",
+            "assignment_seed",
             "blinding_lifted", "is_demo", "created_at", "n_conversations", "raters",
         ]
 

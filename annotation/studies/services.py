@@ -478,3 +478,25 @@ def study_add_member(*, study: Study, user: Any, role: str, actor: AbstractBaseU
         raise AnnotationError(f"{user.get_username()} is already a {role} of this study", status=409)
     study_event(study=study, actor=actor, action="member_added", user=user.pk, role=role)
     return membership
+
+
+ALT_TEST_EPSILON_MAX = 0.5  # beyond it a judge would "win" while losing most comparisons
+
+
+@transaction.atomic
+def study_set_alt_test_epsilon(*, study: Study, epsilon: float, actor: AbstractBaseUser | None) -> Study:
+    """Set the study's alt-test margin epsilon (recorded as a study event).
+
+    The paper's guidance (Calderon, Reichart & Dror, ACL 2025): 0.2 for expert raters, 0.15
+    for skilled raters, 0.1 for crowd workers. Refused outside [0, 0.5].
+    """
+    if not 0 <= epsilon <= ALT_TEST_EPSILON_MAX:
+        raise AnnotationError(f"epsilon must lie between 0 and {ALT_TEST_EPSILON_MAX}; got {epsilon}")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    previous = study.alt_test_epsilon
+    if previous == epsilon:
+        return study
+    study.alt_test_epsilon = epsilon
+    study.save(update_fields=["alt_test_epsilon"])
+    study_event(study=study, actor=actor, action="alt_test_epsilon_set", previous=previous, epsilon=epsilon)
+    return study

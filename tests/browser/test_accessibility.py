@@ -49,6 +49,7 @@ NOT_PAGES = {
     "annotation:study-plan-csv": "file download", "annotation:study-sitting-limit": "POST action",
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
     "reports:raters-csv": "file download",
+    "reports:judges-epsilon": "POST action (a form on the judges page)", "reports:judges-table-csv": "file download",
 }
 
 

@@ -84,7 +84,8 @@ def test_report_pages_of_a_one_rating_pilot_say_what_is_missing(page):
 
     page.goto(f"/reports/studies/{study.pk}/judges/?run={run.pk}")
     expect(page.locator("main")).to_contain_text("No human consensus on these items yet")
-    expect(page.locator("main")).to_contain_text("no human envelope")
+    expect(page.locator("main")).to_contain_text("there is no human range to show")
+    expect(page.locator("#verdict")).to_contain_text("cannot decide yet")
     screenshot(page, "reports-judges-one-rating")
 
     page.goto(f"/reports/studies/{study.pk}/scorecard/")

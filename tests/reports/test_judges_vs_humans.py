@@ -75,15 +75,20 @@ def test_judges_are_compared_with_consensus_and_with_each_rater(study_with_run, 
     assert pooled["judge-a"]["n"] == 14 * 3 - 1
     assert pooled["judge-a"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 1
     assert pooled["judge-b"]["percent_agreement"] == pytest.approx((41 - 1) / 41)  # wrong on conversation 0
-    assert len(group["human_pairs"]) == 1 and group["human_envelope"]["agreement_min"] == pytest.approx(41 / 42)
-    assert set(group["judge_vs_raters_mean"]) == {"judge-a", "judge-b"}
+    assert len(group["human_pairs"]) == 1 and group["human_pairs"][0]["percent_agreement"] == pytest.approx(41 / 42)
+    # Three shared conversations are fewer than the stated minimum: the pair is listed, not a range.
+    assert group["human_range"]["n_pairs"] == 0 and group["human_range"]["excluded"][0]["n_conversations"] == 3
+    assert group["human_pairs"][0]["in_human_range"] is False
+    assert set(group["leave_one_out"]) == {"judge-a", "judge-b", "ensemble"}
+    # Two raters and three conversations: far below the alt-test's minimums, so no verdict.
+    assert all(t["passed"] is None and t["verdict"].startswith("cannot decide yet") for t in group["alt_test"].values())
 
 
 def test_judges_page_and_csv(study_with_run, coordinator, clinician, outsider):
     study, run, _ = study_with_run
     client = client_for(coordinator)
     page = client.get(f"/reports/studies/{study.pk}/judges/?run={run.pk}").content.decode()
-    assert "Against human consensus" in page and "judge-a" in page and "human envelope" in page
+    assert "Against human consensus" in page and "judge-a" in page and "cannot decide yet" in page
     rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judges.csv?run={run.pk}").content.decode())))
     assert {r["comparison"] for r in rows} == {"vs_consensus", "judge_vs_rater", "rater_vs_rater"}
     for user in (clinician, outsider):
