@@ -235,13 +235,16 @@ def _rater_stats(study: Study, rows: list[Row], labels: dict[str, ItemLabels], n
     per_rater = {}
     for name in names:
         spent = times.get(name, [])
+        # Ratings imported from a file record no active time: 0 s would read as a time.
+        timed = [s for s in spent if s > 0]
         k, n = agree[name]
         per_rater[name] = {
             "n_conversations": len(spent),
             "agreement_with_others": k / n if n else None,
             "n_shared": n,
             "vs_consensus": vs_consensus.get(name),
-            "median_seconds": statistics.median(spent) if spent else None,
+            "median_seconds": statistics.median(timed) if timed else None,
+            "n_timed": len(timed),
         }
     return {
         "names": names, "pair_agreement": matrix, "pair_shared": shared, "per_rater": per_rater,

@@ -50,7 +50,7 @@ def study_reliability(*, study: Study, na: str = "exclude", bootstrap: int = BOO
 
 jobs.register(
     "reliability",
-    version=_study_version,
+    version=lambda p: "timing|" + _study_version(p),  # per-rater times leave untimed (imported) ratings out
     compute=lambda p, progress: compute_reliability(_study(p), p["na"], p["bootstrap"], progress),
 )
 
