@@ -230,32 +230,47 @@ jobs.register(
 )
 
 
-def run_regression(*, run: Any, references: dict[str, str] | None = None, wait: bool = True) -> dict[str, Any]:
-    """Fit the AMHART item-level mixed-effects regression on a run's ensemble labels."""
+REGRESSION_METHODS = {
+    "mixed": "mixed model (random intercepts; model-based standard errors)",
+    "cluster_robust": "cluster-robust standard errors by conversation (logistic, item fixed effects)",
+}
+
+
+def run_regression(*, run: Any, references: dict[str, str] | None = None, method: str = "mixed", wait: bool = True) -> dict[str, Any]:
+    """Fit the AMHART item-level regression on a run's ensemble labels (``stats.regression``).
+
+    ``method``: "mixed" (AMHART's mixed model, the default) or "cluster_robust" (the robust
+    standard errors AMHART specified, clustered by conversation).
+    """
+    if method not in REGRESSION_METHODS:
+        raise ValueError(f"method must be one of {', '.join(REGRESSION_METHODS)}")
     refs = "|".join(f"{k}={v}" for k, v in sorted((references or {}).items()))
-    return jobs.report_get("run-regression", {"run": run.pk, "refs": refs}, wait=wait)
+    return jobs.report_get("run-regression", {"run": run.pk, "refs": refs, "method": method}, wait=wait)
 
 
-def _compute_regression(run: Any, refs: str, progress: jobs.Progress) -> dict[str, Any]:
+def _compute_regression(run: Any, refs: str, method: str, progress: jobs.Progress) -> dict[str, Any]:
     from corpus.models import Scale
     from stats.regression import item_regression
 
     references = dict(part.split("=", 1) for part in refs.split("|") if "=" in part)
     yes_no = set(run.instrument.items.filter(scale__in=(Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN)).values_list("key", flat=True))
     rows = [r for r in selectors.run_ensemble_rows(run) if r["label"] is not None and r["item"] in yes_no]
+    methods = [{"key": key, "label": label} for key, label in REGRESSION_METHODS.items()]
     if not rows:
-        return {"empty": "No yes/no ensemble labels to model."}
-    progress(0.3, "fitting the mixed-effects model")
+        return {"method": method, "methods": methods, "empty": "No yes/no ensemble labels to model."}
+    progress(0.3, "fitting the mixed-effects model" if method == "mixed" else "fitting the logistic model with cluster-robust errors")
     try:
-        return item_regression(rows, references=references or None).as_dict()
-    except ValueError as exc:
-        return {"error": str(exc)}
+        fitted = item_regression(rows, references=references or None, method=method).as_dict()  # type: ignore[arg-type]
+    except ValueError as exc:  # stats.regression.CannotFit and bad references: said in words
+        return {"method": method, "methods": methods, "error": str(exc)}
+    return {**fitted, "methods": methods}
 
 
+# "r2": payloads name the fitted model, its method and optimizer (issue 18).
 jobs.register(
     "run-regression",
-    version=lambda p: _run_version(_run(p)),
-    compute=lambda p, progress: _compute_regression(_run(p), p["refs"], progress),
+    version=lambda p: "r2|" + _run_version(_run(p)),
+    compute=lambda p, progress: _compute_regression(_run(p), p["refs"], p.get("method", "mixed"), progress),
 )
 
 
