@@ -21,6 +21,7 @@ from reports.reliability import (
     BOOTSTRAP_RESAMPLES,
     compute_reliability,
     reliability_csv,
+    reliability_inputs,
     target_width,
 )
 from reports.scorecards import compute_run_scorecard, compute_study_scorecard
@@ -36,13 +37,16 @@ def _study_version(params: dict[str, Any]) -> str:
     return f"{selectors.study_data_version(study)}|{n_conversations}|{study.min_ratings_for_consensus}|{target_width()}"
 
 
-def study_reliability(*, study: Study, na: str = "exclude", bootstrap: int = BOOTSTRAP_RESAMPLES, wait: bool = True) -> dict[str, Any]:
+def study_reliability(*, study: Study, na: str | None = None, bootstrap: int = BOOTSTRAP_RESAMPLES, wait: bool = True) -> dict[str, Any]:
     """Return inter-rater reliability of a study (main instrument and section), cached.
 
     Per item and pooled over items that share a label set, with the interval method, the
     Fleiss variant of each item and a precision plan beside each interval (see
-    ``reports.reliability``). ``wait=False`` returns the pending state while a worker computes.
+    ``reports.reliability``). ``na`` defaults to the study's policy, as on the page
+    (``selectors.reliability_na_default``). ``wait=False`` returns the pending state while a
+    worker computes.
     """
+    na = na or selectors.reliability_na_default(study)
     if na not in ("exclude", "category"):
         raise ValueError("na must be 'exclude' or 'category'")
     return jobs.report_get("reliability", {"study": study.pk, "na": na, "bootstrap": bootstrap}, wait=wait)
@@ -179,6 +183,9 @@ def study_export_zip(*, study: Study) -> bytes:
         archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
         reliability = study_reliability(study=study)
         write("reliability.csv", *reliability_csv(reliability))
+        inputs = reliability_inputs(study, reliability)
+        for name, rows, _ in inputs:
+            write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
         card = study_scorecard(study=study)
         for table, records in card.items():
             if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
@@ -196,8 +203,10 @@ def study_export_zip(*, study: Study) -> bytes:
             f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
             "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
             f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
-            f"intervals: {reliability.get('interval_method_label', 'none')}).\n"
-            "scores_*.csv: scorecard tables computed from the human consensus "
+            f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
+            + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
+                      for name, _, command in inputs)
+            + "scores_*.csv: scorecard tables computed from the human consensus "
             "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
             + _coverage_line(card),
         )
