@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import zlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -480,19 +479,6 @@ def _order_for_policy(
     return tuple(dict.fromkeys(out))
 
 
-def _stream(seed: int | None, item: Hashable | None) -> np.random.SeedSequence:
-    """Return the random stream of one table: the pooled table's, or an item's, named by the item.
-
-    Keyed by the item's name, not its position, so an item's interval does not depend on which
-    other items were computed with it (the reliability page computes items in groups of one
-    label set; ``python -m stats`` all items of a file at once): same ratings, same seed, same
-    interval.
-    """
-    if item is None:
-        return np.random.SeedSequence(seed)
-    return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(str(item).encode("utf-8")),))
-
-
 def agreement_report(
     ratings: Any,
     *,
@@ -516,9 +502,10 @@ def agreement_report(
     (nominal alpha is always reported too); ordinal/interval need numeric labels or ``order``.
     ``order`` also declares the full scale (used by Gwet's AC1 for q). ``bootstrap``: number
     of unit resamples for percentile CIs, drawn from ``seed`` (a random seed is drawn and
-    recorded when None); every item and the pooled table get independent streams, an item's
-    named by the item (:func:`_stream`), so it does not depend on the other items in the call.
-    The bootstrap draws units in their order of first appearance in ``ratings``.
+    recorded when None); every item and the pooled table get independent child streams
+    (the pooled table the first, the items the next in order of appearance). The bootstrap
+    draws units in their order of first appearance in ``ratings``: the same rows in the same
+    order with the same seed give the same intervals.
     Pooled treats each (unit, item) pair as one unit.
 
     Intervals: per item, the bootstrap resamples units (conversations). Pooled, with
@@ -561,7 +548,7 @@ def agreement_report(
         raise ValueError(f"pooled_resampling must be one of {POOLED_RESAMPLING}")
     if bootstrap and seed is None:
         seed = secrets.randbits(32)
-    streams = [_stream(seed, None), *(_stream(seed, item) for item in tables)] if bootstrap else None
+    streams = np.random.SeedSequence(seed).spawn(len(tables) + 1) if bootstrap else None
     common = {
         "level": level,
         "na_policy": na,
