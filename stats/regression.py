@@ -8,8 +8,12 @@ factor with a single level cannot be estimated: it is left out and the result sa
 conversation index (run index). Estimator: statsmodels' ``BinomialBayesMixedGLM``, posterior
 mode of a logistic GLMM with independent Gaussian random intercepts and vague priors
 (fixed-effect prior SD 10 on the log-odds scale, variance-component log-SD prior SD 1),
-found by Newton-CG from fixed starting values (every fixed effect, log-SD and random effect
-0): two fits of the same rows give identical results, whatever their order. Standard errors
+found by Newton-CG (BFGS when Newton-CG stops short) from fixed starting values (every fixed
+effect, log-SD and random effect 0): two fits of the same rows give identical results,
+whatever their order. A random intercept whose SD collapses to 0 at the mode (the joint mode's
+"funnel": the data show no variation between its levels, and the SD is then set by the prior)
+is left out and the model refitted; with none left, the fixed effects are fitted alone by
+maximum likelihood. Standard errors
 come from the Laplace approximation at the mode (the inverse Hessian, as ``fit_map``); odds
 ratios, Wald 95% intervals and two-sided p-values follow. This approximates the maximum
 likelihood of Stata's ``melogit`` that AMHART reports. A random intercept whose grouping has a
@@ -49,6 +53,9 @@ RANDOM_NAMES = {"item": "item", "run": "conversation index (run index)"}
 FE_PRIOR_SD = 10.0
 VCP_PRIOR_SD = 1.0
 OPTIMIZER = {"method": "Newton-CG", "xtol": 1e-5, "maxiter": 200}
+FALLBACK = {"method": "BFGS", "gtol": 1e-6, "maxiter": 2000}
+GRADIENT_TOL = 1e-3  # the largest gradient component accepted at a mode (log-posterior units)
+COLLAPSED_SHARE = 0.75  # how far towards the funnel point a log-SD may sit before it counts as collapsed
 MIXED_ESTIMATOR = (
     "statsmodels BinomialBayesMixedGLM posterior mode (Newton-CG from fixed starting values 0; "
     f"fixed-effect prior SD {FE_PRIOR_SD:g}, log-SD prior SD {VCP_PRIOR_SD:g}); Laplace-approximation "
@@ -58,6 +65,7 @@ ROBUST_ESTIMATOR = (
     "statsmodels GLM (binomial, logit link, maximum likelihood) with item fixed effects; standard errors "
     "cluster-robust by conversation (sandwich, CR1 factor G/(G-1)·(N-1)/(N-K)); Wald 95% CI and p-values"
 )
+FIXED_ONLY_ESTIMATOR = "statsmodels GLM (binomial, logit link, maximum likelihood); model-based standard errors; Wald 95% CI and p-values"
 ESTIMATOR = MIXED_ESTIMATOR  # the default method's estimator
 
 
@@ -228,8 +236,52 @@ def _fixed_words(fixed: Sequence[str]) -> str:
     return ", ".join(fixed) if fixed else "none (intercept only)"
 
 
+def _collapsed(log_sd: float, n_levels: int) -> bool:
+    """Tell whether a variance component sits in the joint posterior mode's funnel rather than at a data mode.
+
+    With its k random effects near 0, the joint log posterior in s = log SD is about
+    -k·s - s²/(2σ²) (σ: the log-SD prior SD), maximal at s = -kσ²: a mode set by the number of
+    levels and the prior, not by the data. At a mode supported by the data the stationarity
+    condition gives sum(u²)/(k·SD²) = 1 + s/(kσ²), close to 1; at the funnel point it is 0. A
+    log-SD more than :data:`COLLAPSED_SHARE` of the way to the funnel point counts as collapsed.
+    """
+    return log_sd < -COLLAPSED_SHARE * n_levels * VCP_PRIOR_SD**2
+
+
+def _posterior_mode(model: Any) -> tuple[Any, str]:
+    """Return scipy's result at the posterior mode of a BinomialBayesMixedGLM, and the optimizer used.
+
+    Deterministic: every parameter starts at 0 (statsmodels' ``fit_map`` draws the random
+    effects' start at random). Newton-CG first; when it stops with a gradient that is not small
+    (it can report success on a step criterion), BFGS from the same start; the converged result
+    with the highest posterior wins, else the one with the smallest gradient.
+    """
+
+    def fun(params: np.ndarray) -> float:
+        return -model.logposterior(params)
+
+    def grad(params: np.ndarray) -> np.ndarray:
+        return -model.logposterior_grad(params)
+
+    start = np.zeros(model.k_fep + model.k_vcp + model.k_vc)
+    tried = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # exp overflow on the optimizers' trial steps
+        for method, options in ((OPTIMIZER["method"], {"xtol": OPTIMIZER["xtol"], "maxiter": OPTIMIZER["maxiter"]}),
+                                (FALLBACK["method"], {"gtol": FALLBACK["gtol"], "maxiter": FALLBACK["maxiter"]})):
+            found = minimize(fun, start, method=method, jac=grad, options=options)
+            found.max_gradient = float(np.abs(grad(found.x)).max())
+            tried.append((found, method))
+            if found.max_gradient < GRADIENT_TOL:
+                break
+    good = [(f, m) for f, m in tried if f.max_gradient < GRADIENT_TOL]
+    if good:
+        return min(good, key=lambda fm: fm[0].fun)
+    return min(tried, key=lambda fm: fm[0].max_gradient)
+
+
 def _mixed(rows: pd.DataFrame | Sequence[dict], references: dict[str, str] | None, random: tuple[str, ...]) -> RegressionResult:
-    from statsmodels.genmod.bayes_mixed_glm import BayesMixedGLMResults, BinomialBayesMixedGLM
+    from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
     from statsmodels.tools.numdiff import approx_fprime
 
     prep = _prepare(rows, references, set(random))
@@ -247,46 +299,45 @@ def _mixed(rows: pd.DataFrame | Sequence[dict], references: dict[str, str] | Non
             prep.dropped.append({"term": name, "kind": "random intercept", "reason": f"a single level ({levels[0]})"})
             prep.notes.append(f"the random intercept for {words} was left out: it has a single level ({levels[0]})")
     formula = "passed ~ " + (" + ".join(prep.terms) if prep.terms else "1")
-    if not vc:
-        raise CannotFit(
-            "cannot fit the mixed model: neither item nor conversation index has two levels, so no random intercept "
-            "can be estimated; use the cluster-robust model"
-        )
-    model = BinomialBayesMixedGLM.from_formula(formula, vc, frame, vcp_p=VCP_PRIOR_SD, fe_p=FE_PRIOR_SD)
-
-    def fun(params: np.ndarray) -> float:
-        return -model.logposterior(params)
-
-    def grad(params: np.ndarray) -> np.ndarray:
-        return -model.logposterior_grad(params)
-
-    # Fixed starting values (statsmodels' fit_map draws the random effects' start at random).
-    start = np.zeros(model.k_fep + model.k_vcp + model.k_vc)
-    options = {"xtol": OPTIMIZER["xtol"], "maxiter": OPTIMIZER["maxiter"]}
+    while True:
+        if not vc:
+            return _fixed_only(frame, prep, formula)
+        model = BinomialBayesMixedGLM.from_formula(formula, vc, frame, vcp_p=VCP_PRIOR_SD, fe_p=FE_PRIOR_SD)
+        found, used = _posterior_mode(model)
+        log_sd = dict(zip(model.vcp_names, found.x[model.k_fep:model.k_fep + model.k_vcp], strict=True))
+        sds = {name: float(np.exp(value)) for name, value in log_sd.items()}
+        collapsed = [name for name, value in log_sd.items() if _collapsed(value, int(frame[name].nunique()))]
+        if not collapsed:
+            break
+        # The joint posterior mode sends an SD the data cannot distinguish from 0 towards 0 (a "funnel"):
+        # the estimate is then set by the prior, not the data, so the model is fitted without it.
+        for name in collapsed:
+            words = RANDOM_NAMES.get(name, name)
+            prep.dropped.append({"term": name, "kind": "random intercept",
+                                 "reason": "its SD collapsed to 0 at the posterior mode (too few labels to estimate it)"})
+            prep.notes.append(f"the random intercept for {words} was left out: its SD collapsed to 0 at the posterior mode "
+                              "(too few labels to estimate the variation between its levels)")
+            del vc[name]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # exp overflow on the optimizer's trial steps
-        found = minimize(fun, start, method=OPTIMIZER["method"], jac=grad, options=options)
-        hess = approx_fprime(found.x, grad)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        hess = approx_fprime(found.x, lambda params: -model.logposterior_grad(params))
     try:
         cov = np.linalg.inv(hess)
     except np.linalg.LinAlgError:
         raise CannotFit("cannot fit the mixed model: the posterior curvature is singular at the mode, so no standard "
                         "error can be computed (too few labels for this many terms?)") from None
-    fit = BayesMixedGLMResults(model, found.x, cov, optim_retvals=found)
-    gradient = float(np.sqrt(np.sum(found.jac ** 2))) if found.jac is not None else None
+    converged = found.max_gradient < GRADIENT_TOL
     notes: list[str] = []
-    if not found.success:
-        notes.append(f"the optimizer did not converge ({found.message}; gradient norm {gradient:.2g}): read the estimates with care")
+    if not converged:
+        notes.append(f"the optimizer did not converge (largest gradient {found.max_gradient:.2g} after {used}): read the estimates with care")
     elif np.linalg.eigvalsh((hess + hess.T) / 2).min() <= 0:
         notes.append("the optimizer stopped where the posterior is not curved like a mode: the standard errors are not reliable")
     for words in _separated(frame, prep.fixed):
         notes.append(f"{words}: its odds ratio rests on the prior (SD {FE_PRIOR_SD:g} on the log-odds scale)")
+    fe_mean = found.x[: model.k_fep]
     sd = np.sqrt(np.clip(np.diag(cov), 0, None))[: model.k_fep]
-    odds = [_wald(name, mean, s) for name, mean, s in zip(model.exog_names, fit.fe_mean, sd, strict=True) if name != "Intercept"]
-    re_sd = {vn: float(np.exp(m)) for vn, m in zip(model.vcp_names, fit.vcp_mean, strict=True)}
-    for name, value in re_sd.items():
-        if value < 1e-3:
-            notes.append(f"the random-intercept SD of {RANDOM_NAMES.get(name, name)} is about 0: the data show no variation between its levels")
+    odds = [_wald(name, mean, s) for name, mean, s in zip(model.exog_names, fe_mean, sd, strict=True) if name != "Intercept"]
+    re_sd = dict(sds)
     random_words = " and ".join(RANDOM_NAMES.get(n, n) for n in vc)
     description = (
         f"mixed-effects logistic regression: outcome item passed (yes) vs failed (no); fixed effects "
@@ -297,8 +348,35 @@ def _mixed(rows: pd.DataFrame | Sequence[dict], references: dict[str, str] | Non
         MIXED_ESTIMATOR, formula, int(len(frame)), prep.n_na, prep.used_refs, tuple(odds), re_sd,
         "; ".join([*prep.notes, *notes]) or None, method="mixed", description=description, fixed_effects=tuple(prep.fixed),
         random_intercepts=tuple(vc), dropped=tuple(prep.dropped), covariance="Laplace approximation (inverse Hessian at the posterior mode)",
-        optimizer={**OPTIMIZER, "start": "all parameters 0", "fe_prior_sd": FE_PRIOR_SD, "vcp_prior_sd": VCP_PRIOR_SD},
-        converged=bool(found.success), gradient_norm=gradient, warnings=tuple(notes),
+        optimizer={**OPTIMIZER, "used": used, "fallback": FALLBACK, "start": "all parameters 0", "fe_prior_sd": FE_PRIOR_SD,
+                   "vcp_prior_sd": VCP_PRIOR_SD},
+        converged=converged, gradient_norm=float(np.sqrt(np.sum(found.jac ** 2))) if found.jac is not None else None,
+        warnings=tuple(notes),
+    )
+
+
+def _fixed_only(frame: pd.DataFrame, prep: _Prepared, formula: str) -> RegressionResult:
+    """Fit the fixed effects alone (maximum likelihood) when no random intercept can be estimated."""
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    separated = _separated(frame, prep.fixed)
+    if separated:
+        raise CannotFit("cannot fit: no random intercept can be estimated and " + "; ".join(separated)
+                        + ", so its maximum-likelihood odds ratio is infinite (perfect separation)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = smf.glm(formula, frame, family=sm.families.Binomial()).fit()
+    odds = [_wald(name, fit.params[name], fit.bse[name]) for name in fit.model.exog_names if name != "Intercept"]
+    description = (
+        f"logistic regression without random effects (none could be estimated): outcome item passed (yes) vs failed "
+        f"(no); fixed effects {_fixed_words(prep.fixed)}; model-based (maximum-likelihood) standard errors"
+    )
+    return RegressionResult(
+        FIXED_ONLY_ESTIMATOR, formula, int(len(frame)), prep.n_na, prep.used_refs, tuple(odds), {},
+        "; ".join(prep.notes) or None, method="mixed", description=description, fixed_effects=tuple(prep.fixed),
+        random_intercepts=(), dropped=tuple(prep.dropped), covariance="model-based (inverse information at the maximum)",
+        optimizer={"method": "IRLS (statsmodels GLM default)"}, converged=bool(fit.converged),
     )
 
 

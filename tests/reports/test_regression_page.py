@@ -14,36 +14,38 @@ from tests.support.judged import AMHART_KEYS, amhart, corpus, judged_run, judges
 pytestmark = pytest.mark.django_db
 
 
-def _run(repetitions: int, constant: str | None = None):  # type: ignore[no-untyped-def]
-    """Return a judged run of two chatbots x 2 personas x repetitions; BOT-B passes less often."""
-    conversations = corpus(chatbots=("BOT-A", "BOT-B"), personas=2, repetitions=repetitions)
+def _run(repetitions: int, constant: str | None = None, chatbots: tuple[str, str] = ("BOT-A", "BOT-B")):  # type: ignore[no-untyped-def]
+    """Return a judged run of two chatbots x 2 personas x repetitions; the second chatbot passes less often."""
+    conversations = corpus(chatbots=chatbots, personas=2, repetitions=repetitions)
     rng = random.Random(4)
 
     def labels(judge, conversation):  # type: ignore[no-untyped-def]
-        rate = 0.7 if conversation.target.code == "BOT-A" else 0.35
+        rate = 0.7 if conversation.target.code == chatbots[0] else 0.35
         rng.seed(hash((conversation.pk,)) % 1000)
         return {key: constant or ("yes" if rng.random() < rate else "no") for key in AMHART_KEYS[:12]}
 
-    return judged_run(amhart(), judges_for(amhart(), ["j1", "j2", "j3"]), conversations, labels)
+    names = [f"{chatbots[0].lower()}-judge-{n}" for n in (1, 2, 3)]
+    return judged_run(amhart(), judges_for(amhart(), names), conversations, labels)
 
 
 def test_a_run_index_with_one_level_is_named_as_left_out_and_the_page_describes_the_fitted_model(researcher):
     run = _run(repetitions=1)
     body = client_for(researcher).get(f"/reports/runs/{run.pk}/scorecard/").content.decode()
-    assert "random intercept for item;" in body
     assert "random intercepts for item and" not in body
     assert "Left out of the model: " in body
     assert "the random intercept for conversation index (run index), a single level (0)" in body
     api = client_for(researcher).get(f"/api/v1/reports/runs/{run.pk}/scorecard/").json()["regression"]
-    assert api["random_intercepts"] == ["item"] and api["method"] == "mixed"
-    assert api["optimizer"]["start"] == "all parameters 0" and api["converged"] is True
+    assert "run" not in api["random_intercepts"] and api["method"] == "mixed" and api["converged"] is True
+    # 48 labels cannot show the items' variation either: the page names the model actually fitted.
+    assert api["random_intercepts"] == [] and api["description"].startswith("logistic regression without random effects")
+    assert api["description"] in body.replace("&#x27;", "'")
 
 
 def test_cluster_robust_standard_errors_are_offered_on_the_page_the_api_and_the_csv(researcher, outsider):
     run = _run(repetitions=3)
     client = client_for(researcher)
     mixed = client.get(f"/reports/runs/{run.pk}/scorecard/").content.decode()
-    assert "?regression=cluster_robust" in mixed and "random intercepts for item and conversation index" in mixed
+    assert "?regression=cluster_robust" in mixed and "Fitted: " in mixed
     body = client.get(f"/reports/runs/{run.pk}/scorecard/?regression=cluster_robust").content.decode()
     assert "standard errors cluster-robust by conversation (12 clusters)" in body
     assert "unreliable below about 30 clusters" in body

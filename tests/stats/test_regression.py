@@ -181,3 +181,23 @@ def test_a_level_that_always_passes_cannot_be_fitted_by_maximum_likelihood_and_s
         item_regression(frame, references=REFS, method="cluster_robust")
     mixed = item_regression(frame, references=REFS)  # the prior keeps it finite, and the note says so
     assert "chatbot C passes every item: its odds ratio rests on the prior" in (mixed.note or "")
+
+
+def test_a_variance_the_labels_cannot_estimate_collapses_and_the_model_is_refitted_without_it():
+    """96 labels of 12 items: the joint posterior mode puts both SDs at its funnel point; said, and refitted."""
+    rng = np.random.default_rng(1)
+    rows = [{"label": "yes" if rng.random() < (0.7 if chatbot == "A" else 0.35) else "no", "chatbot": chatbot,
+             "diagnosis": "anxiety", "severity": "moderate", "sex": "female", "item": f"i{item}", "run": run}
+            for chatbot in ("A", "B") for run in range(4) for item in range(12)]
+    result = item_regression(rows)
+    assert result.random_intercepts == () and result.random_effect_sd == {}
+    assert result.description.startswith("logistic regression without random effects (none could be estimated)")
+    reasons = {d["term"]: d["reason"] for d in result.dropped if d["kind"] == "random intercept"}
+    assert set(reasons) == {"item", "run"} and all("collapsed to 0" in r for r in reasons.values())
+    # The fixed effects are then the maximum-likelihood logistic regression's.
+    import statsmodels.formula.api as smf
+
+    frame = pd.DataFrame(rows).assign(passed=lambda f: (f["label"] == "yes").astype(float))
+    reference = smf.logit("passed ~ C(chatbot, Treatment(reference='A'))", frame).fit(disp=0)
+    assert result.terms[0].log_odds == pytest.approx(reference.params.iloc[1], abs=1e-6)
+    assert result.terms[0].se == pytest.approx(reference.bse.iloc[1], rel=1e-5)
