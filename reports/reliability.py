@@ -120,7 +120,8 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
             for k, v in labels.items()
             if not v.is_text
         },
-        "bootstrap": {"resamples": bootstrap, "seed": BOOTSTRAP_SEED},
+        "bootstrap": {"resamples": bootstrap, "seed": BOOTSTRAP_SEED, "confidence": 0.95,
+                      "pooled_resampling": DEFAULT_POOLED_RESAMPLING},
     }
     if not rows:
         payload["empty"] = "No submitted ratings yet."
