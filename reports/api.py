@@ -85,12 +85,24 @@ class StudyScorecardView(APIView):
 class RunScorecardView(APIView):
     permission_classes = [CanReadReports]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[OpenApiParameter("regression", str, enum=list(services.REGRESSION_METHODS),
+                                     description="mixed (default): AMHART's mixed model; cluster_robust: logistic with item "
+                                                 "fixed effects and standard errors cluster-robust by conversation")],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request: Request, pk: int) -> Response:
-        """Scores per chatbot from a judge run's ensemble, with the item-level regression."""
+        """Scores per chatbot from a judge run's ensemble, with the item-level regression.
+
+        ``?regression=cluster_robust`` fits the logistic model with standard errors
+        cluster-robust by conversation instead of the mixed model (``mixed``, the default).
+        """
         run = selectors.run_get_for_reports(request.user, pk=pk)
+        method = request.query_params.get("regression", "mixed")
+        if method not in services.REGRESSION_METHODS:
+            return Response({"detail": f"regression must be one of {', '.join(services.REGRESSION_METHODS)}"}, status=400)
         payload = services.run_scorecard(run=run, wait=False)
         if payload.get("kind") == "checklist" and payload.get("scored_items"):
-            payload = {**payload, "regression": services.run_regression(run=run)}
+            payload = {**payload, "regression": services.run_regression(run=run, method=method)}
         return _answer(payload)
 

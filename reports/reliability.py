@@ -10,6 +10,7 @@ pooled kappa over yes/no and 1-5 items mixes categories that mean different thin
 from __future__ import annotations
 
 import json
+import shlex
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,9 +25,12 @@ from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from reports import selectors
 from reports.jobs import Progress
 from stats import agreement_report, reference_agreement
+from stats.report import DEFAULT_POOLED_RESAMPLING, DEFAULT_RESAMPLES, DEFAULT_SEED
 
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 20260101  # fixed: the same data always gives the same intervals
+# The statistics package's defaults, so the page, the API, the zip and `python -m stats` agree;
+# the seed is fixed: the same data always gives the same intervals.
+BOOTSTRAP_RESAMPLES = DEFAULT_RESAMPLES
+BOOTSTRAP_SEED = DEFAULT_SEED
 PREVALENCE_WARNING = 0.85
 
 Row = tuple[str, str, str, str]
@@ -116,7 +120,8 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
             for k, v in labels.items()
             if not v.is_text
         },
-        "bootstrap": {"resamples": bootstrap, "seed": BOOTSTRAP_SEED},
+        "bootstrap": {"resamples": bootstrap, "seed": BOOTSTRAP_SEED, "confidence": 0.95,
+                      "pooled_resampling": DEFAULT_POOLED_RESAMPLING},
     }
     if not rows:
         payload["empty"] = "No submitted ratings yet."
@@ -176,6 +181,7 @@ def _report(rows: list[Row], keys: list[str], labels: dict[str, ItemLabels], lev
         [r for r in rows if r[2] in wanted], level=level, na=na,  # type: ignore[arg-type]
         na_labels=na_arguments(keys, labels, na), canonical={k: labels[k].labels for k in keys},
         order=group_order(keys, labels), bootstrap=bootstrap, seed=BOOTSTRAP_SEED, target_width=width,
+        pooled_resampling=DEFAULT_POOLED_RESAMPLING,
     )
     return report.as_dict()
 
@@ -235,13 +241,16 @@ def _rater_stats(study: Study, rows: list[Row], labels: dict[str, ItemLabels], n
     per_rater = {}
     for name in names:
         spent = times.get(name, [])
+        # Ratings imported from a file record no active time: 0 s would read as a time.
+        timed = [s for s in spent if s > 0]
         k, n = agree[name]
         per_rater[name] = {
             "n_conversations": len(spent),
             "agreement_with_others": k / n if n else None,
             "n_shared": n,
             "vs_consensus": vs_consensus.get(name),
-            "median_seconds": statistics.median(spent) if spent else None,
+            "median_seconds": statistics.median(timed) if timed else None,
+            "n_timed": len(timed),
         }
     return {
         "names": names, "pair_agreement": matrix, "pair_shared": shared, "per_rater": per_rater,
@@ -313,3 +322,37 @@ def reliability_csv(data: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
             json.dumps(item.get("base_rates", {})), "; ".join(item.get("flags", [])), "; ".join(item.get("notes", [])),
         ])
     return header, rows
+
+
+def reliability_inputs(study: Study, data: dict[str, Any]) -> list[tuple[str, list[Row], str]]:
+    """Return, per label set, the ratings the reliability figures were computed from and the command
+    that recomputes them without the app: (file name, rows, ``python -m stats agreement`` command).
+
+    The rows are the ones the report reads (each label in its item's spelling), in the order it
+    reads them: the bootstrap draws conversations by order of appearance, so the command prints
+    the same figures, intervals and precision plans as the page (same resamples and seed).
+    """
+    groups = (data.get("main") or {}).get("groups") or []
+    if not groups:
+        return []
+    labels = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
+    rows, _ = normalise_rows(selectors.study_ratings_long(study, part="main"), labels)
+    na = data.get("na_policy", "exclude")
+    bootstrap = data.get("bootstrap") or {}
+    out = []
+    for n, group in enumerate(groups, start=1):
+        keys = group["items"]
+        name = "reliability_ratings.csv" if len(groups) == 1 else f"reliability_ratings_{n}.csv"
+        wanted = set(keys)
+        parts = ["python -m stats agreement", name, f"--na {na}"]
+        if group.get("level") == "ordinal":
+            parts.append("--level ordinal")
+        order = group_order(keys, labels)
+        if not any("," in label for label in order):
+            parts.append("--order " + shlex.quote(",".join(order)))
+        if na == "exclude":
+            parts += [f"--na-label {shlex.quote(x)}" for x in dict.fromkeys(x for k in keys for x in labels[k].na_labels)]
+        parts += [f"--bootstrap {bootstrap.get('resamples', BOOTSTRAP_RESAMPLES)}", f"--seed {bootstrap.get('seed', BOOTSTRAP_SEED)}",
+                  f"--pooled-resampling {DEFAULT_POOLED_RESAMPLING}", f"--target-width {data.get('target_width', target_width())}"]
+        out.append((name, [r for r in rows if r[2] in wanted], " ".join(parts)))
+    return out

@@ -67,13 +67,16 @@ def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, s
     """Return submitted ratings as (unit, rater, item, label): unit = conversation code.
 
     For a question flow the items are the dimensions and the labels the derived dimension
-    labels. Free-text answers are left out.
+    labels. Free-text answers are left out. Rows come in the order the ratings were stored
+    (an imported file: its row order), the order ``python -m stats agreement`` reads a file
+    in: the bootstrap draws conversations by their order of appearance, so the same ratings
+    in the same order give the same intervals in the app and on the command line.
     """
     rows: list[tuple[str, str, str, str]] = []
     text_keys: set[str] = set()
     if part == "section" and study.section is not None:
         text_keys = set(study.section.items.filter(scale=Scale.TEXT).values_list("key", flat=True))
-    for rating in _submitted(study):
+    for rating in _submitted(study).order_by("pk"):
         unit = rating.assignment.conversation.code
         rater = rating.assignment.rater_name  # a username or an external rater's label
         if part == "main" and study.instrument.kind == InstrumentKind.FLOW:

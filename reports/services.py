@@ -21,6 +21,7 @@ from reports.reliability import (
     BOOTSTRAP_RESAMPLES,
     compute_reliability,
     reliability_csv,
+    reliability_inputs,
     target_width,
 )
 from reports.scorecards import compute_run_scorecard, compute_study_scorecard
@@ -36,13 +37,16 @@ def _study_version(params: dict[str, Any]) -> str:
     return f"{selectors.study_data_version(study)}|{n_conversations}|{study.min_ratings_for_consensus}|{target_width()}"
 
 
-def study_reliability(*, study: Study, na: str = "exclude", bootstrap: int = BOOTSTRAP_RESAMPLES, wait: bool = True) -> dict[str, Any]:
+def study_reliability(*, study: Study, na: str | None = None, bootstrap: int = BOOTSTRAP_RESAMPLES, wait: bool = True) -> dict[str, Any]:
     """Return inter-rater reliability of a study (main instrument and section), cached.
 
     Per item and pooled over items that share a label set, with the interval method, the
     Fleiss variant of each item and a precision plan beside each interval (see
-    ``reports.reliability``). ``wait=False`` returns the pending state while a worker computes.
+    ``reports.reliability``). ``na`` defaults to the study's policy, as on the page
+    (``selectors.reliability_na_default``). ``wait=False`` returns the pending state while a
+    worker computes.
     """
+    na = na or selectors.reliability_na_default(study)
     if na not in ("exclude", "category"):
         raise ValueError("na must be 'exclude' or 'category'")
     return jobs.report_get("reliability", {"study": study.pk, "na": na, "bootstrap": bootstrap}, wait=wait)
@@ -50,7 +54,7 @@ def study_reliability(*, study: Study, na: str = "exclude", bootstrap: int = BOO
 
 jobs.register(
     "reliability",
-    version=_study_version,
+    version=lambda p: "timing|" + _study_version(p),  # per-rater times leave untimed (imported) ratings out
     compute=lambda p, progress: compute_reliability(_study(p), p["na"], p["bootstrap"], progress),
 )
 
@@ -182,6 +186,9 @@ def study_export_zip(*, study: Study) -> bytes:
         archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
         reliability = study_reliability(study=study)
         write("reliability.csv", *reliability_csv(reliability))
+        inputs = reliability_inputs(study, reliability)
+        for name, rows, _ in inputs:
+            write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
         card = study_scorecard(study=study)
         for table, records in card.items():
             if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
@@ -199,8 +206,10 @@ def study_export_zip(*, study: Study) -> bytes:
             f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
             "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
             f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
-            f"intervals: {reliability.get('interval_method_label', 'none')}).\n"
-            "scores_*.csv: scorecard tables computed from the human consensus "
+            f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
+            + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
+                      for name, _, command in inputs)
+            + "scores_*.csv: scorecard tables computed from the human consensus "
             "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
             + f"  {(card.get('weighting') or {}).get('note', '')}\n"
             + _coverage_line(card),
@@ -234,32 +243,47 @@ jobs.register(
 )
 
 
-def run_regression(*, run: Any, references: dict[str, str] | None = None, wait: bool = True) -> dict[str, Any]:
-    """Fit the AMHART item-level mixed-effects regression on a run's ensemble labels."""
+REGRESSION_METHODS = {
+    "mixed": "mixed model (random intercepts; model-based standard errors)",
+    "cluster_robust": "cluster-robust standard errors by conversation (logistic, item fixed effects)",
+}
+
+
+def run_regression(*, run: Any, references: dict[str, str] | None = None, method: str = "mixed", wait: bool = True) -> dict[str, Any]:
+    """Fit the AMHART item-level regression on a run's ensemble labels (``stats.regression``).
+
+    ``method``: "mixed" (AMHART's mixed model, the default) or "cluster_robust" (the robust
+    standard errors AMHART specified, clustered by conversation).
+    """
+    if method not in REGRESSION_METHODS:
+        raise ValueError(f"method must be one of {', '.join(REGRESSION_METHODS)}")
     refs = "|".join(f"{k}={v}" for k, v in sorted((references or {}).items()))
-    return jobs.report_get("run-regression", {"run": run.pk, "refs": refs}, wait=wait)
+    return jobs.report_get("run-regression", {"run": run.pk, "refs": refs, "method": method}, wait=wait)
 
 
-def _compute_regression(run: Any, refs: str, progress: jobs.Progress) -> dict[str, Any]:
+def _compute_regression(run: Any, refs: str, method: str, progress: jobs.Progress) -> dict[str, Any]:
     from corpus.models import Scale
     from stats.regression import item_regression
 
     references = dict(part.split("=", 1) for part in refs.split("|") if "=" in part)
     yes_no = set(run.instrument.items.filter(scale__in=(Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN)).values_list("key", flat=True))
     rows = [r for r in selectors.run_ensemble_rows(run) if r["label"] is not None and r["item"] in yes_no]
+    methods = [{"key": key, "label": label} for key, label in REGRESSION_METHODS.items()]
     if not rows:
-        return {"empty": "No yes/no ensemble labels to model."}
-    progress(0.3, "fitting the mixed-effects model")
+        return {"method": method, "methods": methods, "empty": "No yes/no ensemble labels to model."}
+    progress(0.3, "fitting the mixed-effects model" if method == "mixed" else "fitting the logistic model with cluster-robust errors")
     try:
-        return item_regression(rows, references=references or None).as_dict()
-    except ValueError as exc:
-        return {"error": str(exc)}
+        fitted = item_regression(rows, references=references or None, method=method).as_dict()  # type: ignore[arg-type]
+    except ValueError as exc:  # stats.regression.CannotFit and bad references: said in words
+        return {"method": method, "methods": methods, "error": str(exc)}
+    return {**fitted, "methods": methods}
 
 
+# "r2": payloads name the fitted model, its method and optimizer (issue 18).
 jobs.register(
     "run-regression",
-    version=lambda p: _run_version(_run(p)),
-    compute=lambda p, progress: _compute_regression(_run(p), p["refs"], progress),
+    version=lambda p: "r2|" + _run_version(_run(p)),
+    compute=lambda p, progress: _compute_regression(_run(p), p["refs"], p.get("method", "mixed"), progress),
 )
 
 

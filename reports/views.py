@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -220,22 +221,33 @@ def run_scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"study": None, "run": run, "data": data, "csv_base": reverse("reports:run-scorecard", args=[run.pk])}
     if data.get("pending"):
         return _pending(request, "reports/scorecard.html", context)
-    references = {k: v for k in ("chatbot", "diagnosis", "severity", "sex") if (v := request.GET.get(f"ref_{k}"))}
+    references, method = _regression_choice(request)
     regression = None
     if data.get("kind") == "checklist" and data.get("scored_items"):
-        regression = services.run_regression(run=run, references=references, wait=False)
+        regression = services.run_regression(run=run, references=references, method=method, wait=False)
+    query = {**{f"ref_{k}": v for k, v in references.items()}}
+    other = {key: urlencode({**query, "regression": key}) for key in services.REGRESSION_METHODS if key != method}
     return render(
         request,
         "reports/scorecard.html",
-        {**context, "chart": _score_chart(data), "sections": _score_sections(data), "regression": regression},
+        {**context, "chart": _score_chart(data), "sections": _score_sections(data), "regression": regression,
+         "regression_method": method, "regression_query": urlencode({**query, "regression": method}), "regression_other": other},
     )
+
+
+def _regression_choice(request: HttpRequest) -> tuple[dict[str, str], str]:
+    """Return the reference levels asked for (?ref_chatbot=...) and the regression method (?regression=...)."""
+    references = {k: v for k in ("chatbot", "diagnosis", "severity", "sex") if (v := request.GET.get(f"ref_{k}"))}
+    method = request.GET.get("regression", "mixed")
+    return references, method if method in services.REGRESSION_METHODS else "mixed"
 
 
 @roles_required(*REPORT_ROLES)
 def run_scorecard_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     run = selectors.run_get_for_reports(request.user, pk=pk)
     if table == "regression":
-        rows = services.run_regression(run=run).get("terms", [])
+        references, method = _regression_choice(request)
+        rows = services.run_regression(run=run, references=references, method=method).get("terms", [])
     else:
         rows = services.run_scorecard(run=run).get(table)
     return _rows_csv(rows, f"run-{run.pk}-{table}.csv")

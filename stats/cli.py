@@ -28,7 +28,15 @@ from .data import (
 )
 from .labels import LabelNormaliser, label_key
 from .precision import DEFAULT_TARGET_WIDTH
-from .report import POOLED_RESAMPLING, AgreementReport, ItemAgreement, agreement_report
+from .report import (
+    DEFAULT_POOLED_RESAMPLING,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    POOLED_RESAMPLING,
+    AgreementReport,
+    ItemAgreement,
+    agreement_report,
+)
 
 COLUMNS = ("unit", "rater", "item", "label")
 
@@ -261,13 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument(
         "--bootstrap",
         type=_non_negative,
-        default=0,
+        default=DEFAULT_RESAMPLES,
         metavar="N",
-        help="bootstrap resamples for CIs (per item: conversations; pooled: see "
-        "--pooled-resampling)",
+        help=f"bootstrap resamples for CIs (default {DEFAULT_RESAMPLES}, as the app's reports; 0 for "
+        "none; per item: conversations; pooled: see --pooled-resampling)",
     )
     agree.add_argument(
-        "--seed", type=int, default=None, metavar="S", help="random seed of the bootstrap"
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        metavar="S",
+        help=f"random seed of the bootstrap (default {DEFAULT_SEED}, as the app's reports)",
     )
     agree.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     agree.add_argument(
@@ -290,9 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument(
         "--pooled-resampling",
         choices=POOLED_RESAMPLING,
-        default="cluster",
+        default=DEFAULT_POOLED_RESAMPLING,
         help="pooled bootstrap: resample whole conversations with all their items (cluster, "
-        "default) or (conversation, item) pairs as if independent (pairs)",
+        "default, as the app's reports) or (conversation, item) pairs as if independent (pairs)",
     )
     agree.add_argument(
         "--target-width",
@@ -365,6 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     try:
         numbered = _read_vera(args.file) if args.format == "vera-mh" else _read_numbered(args.file)
+        if args.format == "vera-mh" and order is None:
+            from .vera import DIMENSION_LABELS
+
+            # The published format declares its four dimension labels, as the app's study does:
+            # Gwet's AC1 counts all four on every dimension, as on the reliability page.
+            order = list(DIMENSION_LABELS)
         _check_labels(
             args.file, numbered, level=args.level, na=args.na, order=order, na_labels=na_labels
         )

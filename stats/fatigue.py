@@ -1,6 +1,9 @@
 """Rater drift: does agreement with the consensus change between the start and the end of a queue?
 
-A rater's ratings are split by position in their queue (first, middle, last third). For two
+A rater is compared with the consensus of the *other* raters of the same conversation and item
+(:func:`leave_one_out_consensus`): a consensus that contained the rater's own answer would agree
+with it by construction (with two raters per conversation, always). A rater's ratings are split
+by position in their queue (first, middle, last third). For two
 positions (first and last third) :func:`cluster_share_difference` compares the share of labels
 that agree with the human consensus, last − first, with a percentile bootstrap interval that
 resamples whole ratings (a conversation's labels stay together) within each third
@@ -12,9 +15,10 @@ interval is, if anything, too wide. Pure: plain sequences in, a frozen dataclass
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,7 +31,70 @@ from .bootstrap import (
 )
 from .data import StatsInputError, is_missing
 
-__all__ = ["ShareDifference", "cluster_share_difference", "position_thirds"]
+__all__ = [
+    "MIN_OTHER_RATERS",
+    "LeftOut",
+    "ShareDifference",
+    "cluster_share_difference",
+    "leave_one_out_consensus",
+    "position_thirds",
+]
+
+MIN_OTHER_RATERS = 2  # a consensus of one other rater is that rater: pairwise agreement, not consensus
+
+LeftOutStatus = Literal["consensus", "tie", "too_few"]
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The consensus of the other raters of one (unit, item), for the rater left out.
+
+    ``status``: ``"consensus"`` (``label`` is the others' unique modal label), ``"tie"`` (two or
+    more labels share the top count among the others: no consensus, ``label`` None) or
+    ``"too_few"`` (fewer than ``min_others`` other raters answered: ``label`` None).
+    ``n_others`` counts the other raters who answered.
+    """
+
+    label: Hashable | None
+    status: LeftOutStatus
+    n_others: int
+
+
+def leave_one_out_consensus(
+    labels_by_rater: Mapping[Hashable, Hashable | None], *, min_others: int = MIN_OTHER_RATERS
+) -> dict[Hashable, LeftOut]:
+    """Return, for every rater who answered, the consensus of the remaining raters.
+
+    ``labels_by_rater`` maps each rater of one (unit, item) to their label, already normalised
+    so that equal labels compare equal (N/A is a label like any other); None is no answer
+    (left out, and the rater gets no entry). For rater r the consensus is computed from the
+    other raters' labels only, never r's own: the label given by strictly more of the others
+    than any other label (the unique mode; a plurality suffices). When two or more labels tie
+    for the top count the status is ``"tie"`` and no label is chosen (the rater left out cannot
+    break it). With fewer than ``min_others`` other answers (default 2, i.e. fewer than 3
+    raters in all) the status is ``"too_few"``: one other rater is a pair, not a consensus.
+    Examples: yes/yes/no gives "no"'s rater the consensus yes and each "yes" rater a tie
+    (yes vs no); yes/yes gives each "too_few".
+    """
+    if min_others < 1:
+        raise StatsInputError("min_others must be at least 1")
+    given = {rater: label for rater, label in labels_by_rater.items() if label is not None}
+    counts = Counter(given.values())
+    out: dict[Hashable, LeftOut] = {}
+    for rater, own in given.items():
+        others = counts.copy()
+        others[own] -= 1
+        n_others = len(given) - 1
+        if n_others < min_others:
+            out[rater] = LeftOut(None, "too_few", n_others)
+            continue
+        top = max(others.values())
+        modes = [label for label, n in others.items() if n == top]
+        if len(modes) == 1:
+            out[rater] = LeftOut(modes[0], "consensus", n_others)
+        else:
+            out[rater] = LeftOut(None, "tie", n_others)
+    return out
 
 
 def position_thirds(n: int) -> list[int]:

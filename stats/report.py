@@ -196,6 +196,13 @@ class ItemAgreement:
 PooledResampling = Literal["cluster", "pairs"]
 POOLED_RESAMPLING: tuple[PooledResampling, ...] = ("cluster", "pairs")
 
+# The one default of every reliability interval: the study page, its API, the study zip and
+# ``python -m stats agreement`` all draw this many resamples from this seed, and resample
+# whole conversations for the pooled figure (cluster), so they print the same intervals.
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 20260101
+DEFAULT_POOLED_RESAMPLING: PooledResampling = "cluster"
+
 
 def describe_intervals(
     n_resamples: int, pooled_resampling: PooledResampling, confidence: float = 0.95
@@ -495,7 +502,10 @@ def agreement_report(
     (nominal alpha is always reported too); ordinal/interval need numeric labels or ``order``.
     ``order`` also declares the full scale (used by Gwet's AC1 for q). ``bootstrap``: number
     of unit resamples for percentile CIs, drawn from ``seed`` (a random seed is drawn and
-    recorded when None); every item and the pooled table get independent child streams.
+    recorded when None); every item and the pooled table get independent child streams
+    (the pooled table the first, the items the next in order of appearance). The bootstrap
+    draws units in their order of first appearance in ``ratings``: the same rows in the same
+    order with the same seed give the same intervals.
     Pooled treats each (unit, item) pair as one unit.
 
     Intervals: per item, the bootstrap resamples units (conversations). Pooled, with

@@ -441,6 +441,11 @@ def _store_vera_design(study: Study, parsed: Any, designs: dict[str, dict[str, s
             updates[cid]["persona_name"] = cols["user_profile"]
     conversations_metadata_update(updates=updates)
     notes = [f"design columns kept as metadata of {len(updates)} conversation(s)"]
+
+    def study_with_persona() -> int:
+        return Conversation.objects.filter(pk__in=set(units.values()), persona__isnull=False).count()
+
+    had_persona = study_with_persona()
     if designs:
         result = personas_from_design(
             key=key or f"ratings-personas-study-{study.pk}",
@@ -449,7 +454,13 @@ def _store_vera_design(study: Study, parsed: Any, designs: dict[str, dict[str, s
             description="Persona names and design labels (intended risk and disclosure) from the design columns of a ratings file; never shown to raters.",
             created_by=actor,
         )
-        notes.append(f"{len(designs)} persona design(s) stored as {result.persona_set}; {result.linked} conversation(s) linked to their persona")
+        linked = f"{len(designs)} persona design(s) stored as {result.persona_set}; {result.linked} conversation(s) linked to their persona"
+        # Linking reaches every conversation in the app waiting for one of these personas (transcripts
+        # imported before the study included): say how many of them are outside this study.
+        outside = result.linked - (study_with_persona() - had_persona)
+        if outside > 0:
+            linked += f" ({result.linked - outside} in this study, {outside} imported conversation(s) outside it with the same persona names)"
+        notes.append(linked)
     return notes
 
 

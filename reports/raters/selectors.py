@@ -36,6 +36,16 @@ class QueueEntry:
     def submitted(self) -> bool:
         return self.status == AssignmentStatus.SUBMITTED and self.submitted_at is not None
 
+    @property
+    def timed(self) -> bool:
+        """Return whether the rating page recorded active time on it.
+
+        Ratings imported from a file record none (their ``submitted_at`` is the moment of the
+        import and their position the file's order), so they say nothing about when or in
+        which order the rater worked, or for how long.
+        """
+        return self.seconds > 0
+
 
 def study_rater_queues(study: Study) -> dict[str, list[QueueEntry]]:
     """Return every rater's queue in queue order (position, then id), with submitted answers."""

@@ -151,3 +151,15 @@ def test_the_import_page_reads_the_published_format(vera_study, coordinator, cli
     page = client_for(coordinator).post(url, {"file": upload, "format": "vera-mh"}).content.decode()
     assert "external raters: clinician_a, clinician_b, expert_a" in page and "read without it: d4e5f6" in page
     assert client_for(clinician).get(url).status_code == 404
+
+
+def test_the_import_says_which_linked_conversations_are_outside_the_study(coordinator):
+    """Transcripts imported before the study are linked too: "N linked" must not read as N of the study."""
+    flow, section = flow_and_section()
+    conversations_import(files=[("p_u__a_c__t2__r1__20260101_000000/a1b2c3_Ada_modelu_run1.txt", "user: hi\n\nchatbot: hello\n"),
+                                ("p_u__a_c__t2__r1__20260101_000000/ffff01_Ada_modelu_run2.txt", "user: hey\n\nchatbot: hi\n")])
+    study = study_create_from_ratings(name="Validation", instrument=flow, section=section, text=RATINGS, file="ratings.csv",
+                                      fmt="vera-mh", created_by=coordinator, coordinators=[coordinator]).study
+    result = ratings_import(study=study, text=RATINGS, file="ratings.csv", fmt="vera-mh", actor=coordinator)
+    note = next(n for n in result.notes if "linked to their persona" in n)
+    assert "4 conversation(s) linked to their persona (3 in this study, 1 imported conversation(s) outside it" in note

@@ -53,3 +53,27 @@ def test_empty_groups_and_bad_input():
         cluster_share_difference([2], ["a"], [1], ["b"])
     with pytest.raises(StatsInputError):
         cluster_share_difference([1], ["a"], [1], ["b"], n_resamples=0)
+
+
+def test_the_leave_one_out_consensus_never_contains_the_raters_own_answer():
+    from stats.fatigue import LeftOut, leave_one_out_consensus
+
+    # yes/yes/no: the "no" rater meets a consensus of yes; each "yes" rater meets a 1-1 tie.
+    loo = leave_one_out_consensus({"a": "yes", "b": "yes", "c": "no"})
+    assert loo["c"] == LeftOut("yes", "consensus", 2)
+    assert loo["a"] == LeftOut(None, "tie", 2) and loo["b"] == LeftOut(None, "tie", 2)
+    # Four raters: a plurality of the three others is a consensus; a missing answer is no rater.
+    loo = leave_one_out_consensus({"a": "yes", "b": "no", "c": "N/A", "d": "no", "e": None})
+    assert loo["a"] == LeftOut("no", "consensus", 3) and loo["c"] == LeftOut("no", "consensus", 3)
+    assert loo["b"] == LeftOut(None, "tie", 3)  # yes, N/A, no: three labels once each
+    assert "e" not in loo
+
+
+def test_two_raters_have_no_leave_one_out_consensus():
+    from stats.fatigue import leave_one_out_consensus
+
+    loo = leave_one_out_consensus({"a": "yes", "b": "yes"})
+    assert {r.status for r in loo.values()} == {"too_few"} and all(r.label is None for r in loo.values())
+    assert leave_one_out_consensus({"a": "yes", "b": "no"}, min_others=1)["a"].label == "no"
+    with pytest.raises(StatsInputError):
+        leave_one_out_consensus({"a": "yes"}, min_others=0)

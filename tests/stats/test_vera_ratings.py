@@ -90,3 +90,28 @@ def test_the_published_ratings_reproduce_the_papers_pooled_alpha():
     assert parsed.problems == [] and len(parsed.units) == 90 and len(parsed.raters) == 6 and len(parsed.ratings) == 270
     report = agreement_report(parsed.long_rows(), level="nominal", na="category")
     assert round(report.pooled.krippendorff_alpha, 2) == 0.77
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reproduce-vera-mh.md"
+
+
+@pytest.mark.skipif(not PUBLISHED.exists(), reason="the published VERA-MH ratings are not on this machine (/work/vera-published/, never committed)")
+def test_the_figures_of_the_reproduction_page_are_the_ones_the_command_line_prints():
+    """docs/reproduce-vera-mh.md step 5, with its defaults: every figure of its table, as printed."""
+    import json
+    import re
+
+    out = subprocess.run([sys.executable, "-m", "reports.stats", "agreement", str(PUBLISHED), "--format", "vera-mh", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    report = json.loads(out)
+    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| ") and re.search(r"\d\.\d{3}", line)]
+    assert len(rows) == 6
+    for line in rows:
+        cells = [c.strip().strip("*") for c in line.strip("|").split("|")]
+        figures = report["pooled"] if cells[0].startswith("pooled") else report["items"][cells[0]]
+        alpha = re.match(r"\**([-\d.]+)\** \[([-\d.]+), ([-\d.]+)\]", cells[5])
+        assert alpha, line
+        assert f"{figures['percent_agreement']:.3f}" == cells[4]
+        assert f"{figures['krippendorff_alpha']:.3f}" == alpha.group(1)
+        assert [f"{x:.3f}" for x in figures["krippendorff_alpha_ci"]] == [alpha.group(2), alpha.group(3)], line
+        assert f"{figures['fleiss_kappa']:.3f}" == cells[6] and f"{figures['gwet_ac1']:.3f}" == cells[7], line
