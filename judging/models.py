@@ -230,6 +230,9 @@ class JudgeResult(models.Model):
     # A result whose lease ran out lost its worker: it is "stalled" and another may take it.
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent to the broker: pending past the recovery threshold, or held
+    # by a worker that is gone, the sweeper (core.recovery) sends it again.
+    queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

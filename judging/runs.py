@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from core.bulk import insert_rows
 from core.enqueue import enqueue_on_commit
+from core.recovery import recovery_seconds
 from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
 from judging.checklist import ChecklistOutcome, judge_checklist
@@ -54,7 +55,7 @@ from judging.models import (
     RunStatus,
 )
 from simulation.llm.engine import db, db_batch, run_job, run_jobs
-from simulation.run_state import holder_is_dead, new_owner
+from simulation.run_state import holder_gone, new_owner, owner_finished, owner_started
 
 logger = logging.getLogger("judging")
 
@@ -115,9 +116,10 @@ def judge_run_create(
         created_by=_user(created_by),
     )
     run.judges.set(judges)
+    queued = timezone.now()
     JudgeResult.objects.bulk_create(
         (
-            JudgeResult(run=run, judge=judge, conversation_id=cid, instance=k)
+            JudgeResult(run=run, judge=judge, conversation_id=cid, instance=k, queued_at=queued)
             for cid in sorted(set(conversation_ids))
             for judge in judges
             for k in range(instances)
@@ -141,28 +143,17 @@ def max_attempts() -> int:
     return int(getattr(settings, "EVALSITE_JUDGE_MAX_ATTEMPTS", 3) or 3)
 
 
-def _stalled_q(now: Any) -> Q:
-    """Running results whose worker stopped renewing the lease (legacy rows: by start time)."""
-    return Q(status=ResultStatus.RUNNING) & (
-        Q(lease_expires_at__lt=now)
-        | Q(lease_expires_at__isnull=True, started_at__lt=now - timedelta(seconds=lease_seconds()))
-    )
-
-
-def stalled_results(run_id: int | None = None) -> list[int]:
-    """Return the ids of running results whose worker is gone (lease expired, or a dead process)."""
-    now = timezone.now()
+def stalled_results(run_id: int | None = None, *, now: Any = None) -> list[int]:
+    """Return the ids of running results whose worker is gone (see ``holder_gone``)."""
+    now = now or timezone.now()
     qs = JudgeResult.objects.filter(status=ResultStatus.RUNNING).exclude(run__status__in=FINISHED_RUN_STATUSES)
     if run_id is not None:
         qs = qs.filter(run_id=run_id)
-    found = []
-    stale = now - timedelta(seconds=lease_seconds())
-    for pk, owner, expires, started in qs.values_list("pk", "lease_owner", "lease_expires_at", "started_at"):
-        if (expires is not None and expires < now) or (expires is None and (started is None or started < stale)):
-            found.append(pk)
-        elif owner and holder_is_dead(owner):
-            found.append(pk)
-    return found
+    return [
+        pk
+        for pk, owner, expires in qs.values_list("pk", "lease_owner", "lease_expires_at")
+        if holder_gone(owner, expires, now)
+    ]
 
 
 _runs: dict[tuple[int, Any], JudgeRun] = {}
@@ -189,25 +180,27 @@ def _run_view(run_id: int, created_at: Any) -> JudgeRun:
 def _claim(result_id: int, owner: str) -> JudgeResult | str:
     """Take a result for ``owner`` and return it, or return the status that says why not.
 
-    One conditional UPDATE decides: a pending row, or a running one whose lease ran out (its
-    worker was lost), is taken with a fresh lease. A running row whose holder is a dead process
-    on this host is taken at once. A row taken more than the retry limit allows fails.
+    One conditional UPDATE decides: a pending row is taken with a fresh lease. A running row
+    is taken over only when its holder is gone (``holder_gone``: a dead process on this host,
+    elsewhere a lease that ran out), by an UPDATE fenced on that holder, so two workers never
+    both take it. A row taken more than the retry limit allows fails (in the caller).
     """
     now = timezone.now()
     lease = {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds())}
     take = {"status": ResultStatus.RUNNING, "started_at": now, "attempts": F("attempts") + 1, **lease}
-    # The usual case first, in the cheapest statement; a stalled row only when that fails.
-    taken = JudgeResult.objects.filter(pk=result_id, status=ResultStatus.PENDING).update(**take) or (
-        JudgeResult.objects.filter(pk=result_id).filter(_stalled_q(now)).update(**take)
-    )
-    if not taken:
-        row = JudgeResult.objects.filter(pk=result_id).values_list("status", "lease_owner").first()
+    # The usual case first, in the cheapest statement.
+    if not JudgeResult.objects.filter(pk=result_id, status=ResultStatus.PENDING).update(**take):
+        row = JudgeResult.objects.filter(pk=result_id).values_list("status", "lease_owner", "lease_expires_at").first()
         if row is None:
             return "gone"
-        status, holder = row
-        if status != ResultStatus.RUNNING or not holder or not holder_is_dead(holder):
+        status, holder, expires = row
+        if status == ResultStatus.RUNNING and holder == owner:
+            pass  # ours already: a step retried after its commit went through
+        elif status != ResultStatus.RUNNING or not holder_gone(holder, expires, now):
             return status
-        if not JudgeResult.objects.filter(pk=result_id, status=ResultStatus.RUNNING, lease_owner=holder).update(**take):
+        elif not JudgeResult.objects.filter(
+            pk=result_id, status=ResultStatus.RUNNING, lease_owner=holder, lease_expires_at=expires
+        ).update(**take):
             return status
     # Cancelling a run skips its pending and running results in the same transaction, so a
     # result taken here belongs to a run that was not cancelled when we took it.
@@ -294,9 +287,17 @@ async def judge_result_job(*, result_id: int, owner: str | None = None) -> str:
     lease (cancelled, or presumed dead and taken over) stops at its next step.
     """
     owner = owner or new_owner("judge")
+    owner_started(owner)  # while this job lives, this process's claims as owner are not orphans
+    try:
+        return await _judge_result(result_id, owner)
+    finally:
+        owner_finished(owner)
+
+
+async def _judge_result(result_id: int, owner: str) -> str:
     claimed = await db_batch(_claim_many, (result_id, owner))
     if isinstance(claimed, str):
-        return claimed if claimed != ResultStatus.RUNNING else ResultStatus.RUNNING
+        return claimed
     result = claimed
     run = result.run
     if result.attempts > max_attempts():
@@ -532,7 +533,8 @@ def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
     if not ids:
         raise JudgingError("nothing to retry: no result failed", status=409)
     JudgeResult.objects.filter(pk__in=ids).update(
-        status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None
+        status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None,
+        queued_at=timezone.now(),
     )
     run.status, run.finished_at, run.error = RunStatus.RUNNING, None, ""
     run.save(update_fields=["status", "finished_at", "error", "updated_at"])
@@ -574,9 +576,49 @@ def judge_run_execute_in_process(
     return JudgeRun.objects.get(pk=run_id)
 
 
-def judge_results_recover() -> int:
-    """Queue again every stalled result of a run still going (a worker started, or was lost)."""
+def judge_results_recover_lost(now: Any) -> int:
+    """Queue again the running results whose worker is gone (once per threshold each)."""
+    again = timezone.now() - timedelta(seconds=recovery_seconds())
+    ids = []
     with transaction.atomic():
-        ids = stalled_results()
+        for pk in stalled_results(now=now):
+            # Fenced: a row queued again since it was claimed waits a threshold before the next
+            # time, and of two workers sweeping at once only one queues it.
+            fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("started_at")) | Q(queued_at__lt=again)
+            if JudgeResult.objects.filter(fresh, pk=pk, status=ResultStatus.RUNNING).update(queued_at=timezone.now()):
+                ids.append(pk)
         _enqueue(ids)
     return len(ids)
+
+
+def _unclaimed() -> Any:
+    return JudgeResult.objects.filter(
+        status=ResultStatus.PENDING, run__status__in=(RunStatus.PENDING, RunStatus.RUNNING)
+    )
+
+
+def judge_results_unclaimed() -> int:
+    """Count the pending results of runs still going (each should have a message queued)."""
+    return _unclaimed().count()
+
+
+def judge_results_redispatch(cutoff: Any, limit: int | None) -> int:
+    """Queue again up to ``limit`` pending results queued before ``cutoff``, oldest first."""
+    candidates = _unclaimed().filter(Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True)).order_by("queued_at", "pk")
+    pairs = list(candidates.values_list("pk", "queued_at")[: limit if limit is not None else None])
+    ids = []
+    now = timezone.now()
+    with transaction.atomic():
+        for pk, queued in pairs:
+            if JudgeResult.objects.filter(pk=pk, status=ResultStatus.PENDING, queued_at=queued).update(queued_at=now):
+                ids.append(pk)
+        _enqueue(ids)
+    return len(ids)
+
+
+def judge_results_recover() -> int:
+    """Queue again every lost result now: stalled ones and every unclaimed one past the threshold."""
+    now = timezone.now()
+    return judge_results_recover_lost(now) + judge_results_redispatch(
+        now - timedelta(seconds=recovery_seconds()), None
+    )

@@ -8,13 +8,18 @@ its broker message stays unacknowledged until the result is stored.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutdown
 
-from judging.runs import judge_result_job, judge_results_recover, lease_seconds
+from core import recovery
+from judging.runs import (
+    judge_result_job,
+    judge_results_recover,
+    judge_results_recover_lost,
+    judge_results_redispatch,
+    judge_results_unclaimed,
+)
 from simulation.llm.engine import run_job, shared_engine
 from simulation.run_state import new_owner
 
@@ -45,34 +50,24 @@ def judge_result_task(self: Any, result_id: int) -> str:
 
 
 def recover_stalled() -> int:
-    """Queue again the results a lost worker left running; never fail the caller."""
+    """Queue again the results a lost worker or a lost message left waiting; never fail the caller."""
     try:
         count = judge_results_recover()
     except Exception:  # a worker must start even when the database is not ready yet
         logger.exception("could not recover stalled judge results")
         return 0
     if count:
-        logger.info("queued %d stalled judge result(s) again", count)
+        logger.info("queued %d stalled or unclaimed judge result(s) again", count)
     return count
 
 
-_watch_stop = threading.Event()
-
-
-def _watch_stalled() -> None:
-    # A worker that dies while others live on triggers no worker_ready: the living look for
-    # stalled results once per stale threshold, instead of waiting for the broker's
-    # visibility timeout (an hour on Redis).
-    while not _watch_stop.wait(lease_seconds()):
-        recover_stalled()
-
-
-@worker_ready.connect
-def _recover_results_on_worker_start(**_: Any) -> None:
-    recover_stalled()
-    threading.Thread(target=_watch_stalled, name="evalsite-judge-watch", daemon=True).start()
-
-
-@worker_shutdown.connect
-def _stop_watching(**_: Any) -> None:
-    _watch_stop.set()
+# The sweeper (core.recovery) runs this when a worker starts and then periodically in every
+# living worker, so a lost worker among living ones, or a lost message, is covered too.
+recovery.register(
+    recovery.Recoverer(
+        name="judge results",
+        lost=judge_results_recover_lost,
+        unclaimed=judge_results_unclaimed,
+        redispatch=judge_results_redispatch,
+    )
+)

@@ -10,14 +10,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.codes import new_code
 from core.enqueue import enqueue_on_commit
+from core.recovery import recovery_seconds
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 from corpus.models import Persona, PersonaSet, Target
 from corpus.targets.http_config import header_problems, template_problems
@@ -31,7 +34,7 @@ from simulation.prompts import (
     prompt_template_latest,
     prompt_templates_ensure_builtin,
 )
-from simulation.run_state import holder_is_dead, template_values
+from simulation.run_state import holder_gone, template_values
 
 MAX_RUNS = 20_000
 # The Celery task that executes one run (simulation.tasks); queued by name, see core.enqueue.
@@ -332,7 +335,8 @@ def simulation_batch_resume(
     queued = list(batch.runs.filter(status=SimulationRun.Status.QUEUED).values_list("pk", flat=True))
     stalled = _stalled(batch.runs.filter(status=SimulationRun.Status.RUNNING))
     if dispatch:
-        _enqueue(queued + list(stalled), stalled)
+        batch.runs.filter(pk__in=queued + stalled).update(queued_at=now)
+        _enqueue(queued + stalled)
     if not queued and not batch.runs.filter(status=SimulationRun.Status.RUNNING).exists():
         transaction.on_commit(lambda: _finish_if_idle(batch.pk))
     return batch
@@ -344,31 +348,66 @@ def _finish_if_idle(batch_id: int) -> None:
     batch_maybe_finish(batch_id=batch_id)
 
 
-def _stalled(runs: Any, *, all_running: bool = False) -> dict[int, float]:
-    """Return {run id: seconds until its lease expires} for runs whose executor may be gone."""
+def _stalled(runs: Any) -> list[int]:
+    """Return the ids of running runs whose executor is gone (``holder_gone``)."""
     now = timezone.now()
-    found: dict[int, float] = {}
-    for pk, owner, expires in runs.values_list("pk", "lease_owner", "lease_expires_at"):
-        left = max((expires - now).total_seconds(), 0.0) if expires else 0.0
-        if left == 0.0 or holder_is_dead(owner or ""):
-            found[pk] = 0.0
-        elif all_running:
-            found[pk] = left + 0.5
-    return found
+    return [
+        pk
+        for pk, owner, expires in runs.values_list("pk", "lease_owner", "lease_expires_at")
+        if holder_gone(owner or "", expires, now)
+    ]
+
+
+def simulation_runs_recover_lost(now: Any = None) -> int:
+    """Queue again the running runs of running batches whose executor is gone (once per threshold).
+
+    The new executor resumes after the last saved message (the claim takes the run over).
+    """
+    runs = SimulationRun.objects.filter(status=SimulationRun.Status.RUNNING, batch__status=SimulationBatch.Status.RUNNING)
+    again = timezone.now() - timedelta(seconds=recovery_seconds())
+    ids = []
+    with transaction.atomic():
+        for pk in _stalled(runs):
+            # Fenced: a run queued again since it was claimed waits a threshold before the next
+            # time, and of two workers sweeping at once only one queues it.
+            fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("started_at")) | Q(queued_at__lt=again)
+            if SimulationRun.objects.filter(fresh, pk=pk, status=SimulationRun.Status.RUNNING).update(queued_at=timezone.now()):
+                ids.append(pk)
+        _enqueue(ids)
+    return len(ids)
+
+
+def _unclaimed() -> Any:
+    return SimulationRun.objects.filter(status=SimulationRun.Status.QUEUED, batch__status=SimulationBatch.Status.RUNNING)
+
+
+def simulation_runs_unclaimed() -> int:
+    """Count the queued runs of running batches (each should have a message queued)."""
+    return _unclaimed().count()
+
+
+def simulation_runs_redispatch(cutoff: Any, limit: int | None) -> int:
+    """Queue again up to ``limit`` queued runs last queued before ``cutoff``, oldest first."""
+    candidates = _unclaimed().filter(Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True)).order_by("queued_at", "pk")
+    pairs = list(candidates.values_list("pk", "queued_at")[: limit if limit is not None else None])
+    now = timezone.now()
+    ids = []
+    with transaction.atomic():
+        for pk, queued in pairs:
+            if SimulationRun.objects.filter(pk=pk, status=SimulationRun.Status.QUEUED, queued_at=queued).update(queued_at=now):
+                ids.append(pk)
+        _enqueue(ids)
+    return len(ids)
 
 
 def simulation_runs_recover(*, batch_id: int | None = None) -> int:
-    """Queue again every running run of a running batch (a worker just started, or was lost).
-
-    A run whose lease is still live is queued for when the lease runs out; if its executor is
-    alive by then it will have renewed the lease and the extra task only says "busy".
-    """
-    runs = SimulationRun.objects.filter(
-        status=SimulationRun.Status.RUNNING, batch__status=SimulationBatch.Status.RUNNING
-    )
-    if batch_id is not None:
-        runs = runs.filter(batch_id=batch_id)
+    """Queue again at once every lost run: executor gone, or queued past the threshold unclaimed."""
+    now = timezone.now()
+    if batch_id is None:
+        return simulation_runs_recover_lost(now) + simulation_runs_redispatch(
+            now - timedelta(seconds=recovery_seconds()), None
+        )
     with transaction.atomic():
-        found = _stalled(runs, all_running=True)
-        _enqueue(list(found), found)
-    return len(found)
+        ids = _stalled(SimulationRun.objects.filter(batch_id=batch_id, status=SimulationRun.Status.RUNNING))
+        _enqueue(ids)
+    return len(ids)

@@ -42,11 +42,15 @@ from simulation.run_state import (
     LeaseLost,
     RunContext,
     RunOutcome,
+    lease_seconds,
     new_owner,
+    owner_finished,
+    owner_started,
     save_messages,
     simulation_run_claim,
     simulation_run_fail,
     simulation_run_finish,
+    simulation_run_renew,
 )
 
 logger = logging.getLogger("simulation.simulate")
@@ -209,22 +213,51 @@ async def simulation_run_job(
     """
     owner = owner or new_owner()
     retry = retry or retry_policy()
-    claimed = await db(simulation_run_claim, run_id=run_id, owner=owner)
-    if isinstance(claimed, RunOutcome):
-        return claimed
-    ctx = claimed
+    owner_started(owner)  # while this job lives, this process's claim as owner is not an orphan
+    try:
+        claimed = await db(simulation_run_claim, run_id=run_id, owner=owner)
+        if isinstance(claimed, RunOutcome):
+            return claimed
+        return await _hold(claimed, retry, sleep)
+    finally:
+        owner_finished(owner)
+
+
+async def _keep_claim(run_id: int, owner: str, job: asyncio.Task[Any]) -> None:
+    """Renew the claim a few times per lease, also during a long call; stop the job once lost."""
+    every = max(lease_seconds() / 3.0, 0.05)
+    while True:
+        await asyncio.sleep(every)
+        if not await db(simulation_run_renew, run_id=run_id, owner=owner):
+            job.cancel()
+            return
+
+
+async def _hold(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> RunOutcome:
+    run_id = ctx.run.pk
+    keeper = asyncio.get_running_loop().create_task(_keep_claim(run_id, ctx.owner, asyncio.current_task()))  # type: ignore[arg-type]
     try:
         ended_early = await _converse(ctx, retry, sleep)
+        keeper.cancel()
         await db(simulation_run_finish, ctx=ctx, ended_early=ended_early)
         return RunOutcome("done")
+    except asyncio.CancelledError:
+        if keeper.done() and not keeper.cancelled():  # the claim was lost: stop, write nothing
+            logger.info("simulation run %s: lease lost (cancelled or taken over); stopping", run_id)
+            return RunOutcome("lost")
+        raise
     except LeaseLost:
         logger.info("simulation run %s: lease lost (cancelled or taken over); stopping", run_id)
         return RunOutcome("lost")
     except LLMError as exc:
+        keeper.cancel()
         return await db(_fail, ctx, str(exc), exc.kind)
     except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
+        keeper.cancel()
         logger.exception("simulation run %s failed", run_id)
         return await db(_fail, ctx, f"{type(exc).__name__}: {exc}"[:1000], "other")
+    finally:
+        keeper.cancel()
 
 
 def simulation_run_execute(

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
 
-from simulation.batches import simulation_runs_recover
+from core import recovery
+from simulation.batches import (
+    simulation_runs_recover_lost,
+    simulation_runs_redispatch,
+    simulation_runs_unclaimed,
+)
 from simulation.llm.engine import run_job, shared_engine
 from simulation.run_checks import conversation_check_integrity
 from simulation.simulate import new_owner, simulation_run_job
@@ -25,8 +30,9 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 
 # One task per planned conversation. acks_late + reject_on_worker_lost: a worker killed
 # mid-conversation leaves the message to be delivered again; the run's lease (see
-# simulation.simulate) makes a second delivery resume after the last saved message, never
-# write twice. "busy" (another live executor holds the lease) retries once the lease may expire.
+# simulation.run_state) makes a second delivery resume after the last saved message, never
+# write twice. "busy" (another live executor holds the lease) ends the task: the sweeper
+# (core.recovery) queues the run again should that executor die.
 # In a worker the conversation runs on the process's engine thread with every other one in
 # flight; the task's own thread only waits for it (so its broker message stays unacknowledged).
 @shared_task(
@@ -34,7 +40,6 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    max_retries=None,
     time_limit=6 * 3600,
     soft_time_limit=6 * 3600 - 60,
 )
@@ -47,18 +52,25 @@ def simulation_run_task(self: Any, run_id: int) -> str:
 
     inline = self.request.is_eager or self.request.called_directly
     outcome = run_job(job) if inline else shared_engine().call(job)
-    if outcome.status == "busy" and not self.request.is_eager:
-        raise self.retry(countdown=min((outcome.retry_in or 1.0) + 0.5, 600.0))
     return outcome.status
 
 
-@worker_ready.connect
-def _recover_runs_on_worker_start(**_: Any) -> None:
-    """Queue again the runs a dead worker left running (their broker message may sit unacked)."""
-    try:
-        count = simulation_runs_recover()
-    except Exception:  # a worker must start even when the database is not ready yet
-        logger.exception("could not recover running simulation runs")
-        return
-    if count:
-        logger.info("queued %d running simulation run(s) again for recovery", count)
+def _warm_engine() -> threading.Event:
+    """Start the engine thread now: it imports litellm (seconds of CPU) before any job runs.
+
+    Imported on a job's first call instead, litellm would hold the event loop for that long
+    (a minute on a loaded machine), and every lease in flight would look stalled. The
+    periodic sweep waits for it: tasks this worker received meanwhile are not lost.
+    """
+    return shared_engine().warm
+
+
+recovery.on_worker_start(_warm_engine)
+recovery.register(
+    recovery.Recoverer(
+        name="simulation runs",
+        lost=simulation_runs_recover_lost,
+        unclaimed=simulation_runs_unclaimed,
+        redispatch=simulation_runs_redispatch,
+    )
+)

@@ -317,8 +317,12 @@ EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
 # Tasks one worker process holds at once (`--pool threads --concurrency N`): how many
 # conversations and judge results its engine keeps in flight. `manage.py serve` uses it.
 EVALSITE_WORKER_CONCURRENCY = int(os.environ.get("EVALSITE_WORKER_CONCURRENCY", "32"))
-EVALSITE_JUDGE_STALE_SECONDS = int(os.environ.get("EVALSITE_JUDGE_STALE_SECONDS", "90"))
+EVALSITE_JUDGE_STALE_SECONDS = float(os.environ.get("EVALSITE_JUDGE_STALE_SECONDS", "90"))
 EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", "3"))
+# The sweeper (core.recovery): work queued this long and never claimed (its message was lost:
+# a killed worker had received it, Redis restarted without persistence, the broker was down)
+# is dispatched again; every worker checks every third of it, and when it starts.
+EVALSITE_RECOVERY_SECONDS = float(os.environ.get("EVALSITE_RECOVERY_SECONDS", "60"))
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))

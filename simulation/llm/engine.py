@@ -302,6 +302,18 @@ def run_job(job: Job) -> Any:
     return run_jobs([job])[0]
 
 
+def _import_litellm() -> None:
+    # Jobs submitted meanwhile wait on the loop, not yet claimed: no lease can go stale.
+    from simulation.llm.client import _litellm
+
+    started = time.monotonic()
+    try:
+        _litellm()
+    except Exception:  # the first call will say what is wrong
+        logger.exception("importing litellm failed")
+    logger.info("engine ready (litellm loaded in %.1f s)", time.monotonic() - started)
+
+
 class EngineThread:
     """A worker process's engine, in a daemon thread that makes every call and every write."""
 
@@ -311,6 +323,7 @@ class EngineThread:
         self._waiting_lock = threading.Lock()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self.warm = threading.Event()  # set once litellm is imported and jobs run
         self.thread = threading.Thread(target=self._main, name="evalsite-engine", daemon=True)
         self.thread.start()
         self._ready.wait()
@@ -321,6 +334,8 @@ class EngineThread:
         asyncio.set_event_loop(self.engine.loop)
         self._ready.set()
         try:
+            _import_litellm()  # before the first job: never on a turn of the loop
+            self.warm.set()
             self.engine.serve(self._stop)
         except BaseException as exc:  # the engine must never die silently: tasks would wait forever
             logger.exception("the engine thread stopped")

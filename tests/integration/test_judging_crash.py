@@ -3,8 +3,9 @@
 The worker holds several results at once (threads pool, every result on its engine thread).
 After the kill their rows say "running" with a lease nobody renews; their broker messages sit
 unacknowledged until Redis's visibility timeout (an hour). The next worker to start takes them
-back at once (their holder is a dead process on this host, or their lease ran out), so the run
-completes and no result is left running.
+back at once (their holder is a dead process on this host), and results whose task the killed
+worker had received but not yet claimed (still pending) are sent again by the sweeper after
+the recovery threshold, so the run completes and no result is left running or pending.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def start_worker(transactional_db, tmp_path, monkeypatch):  # type: ignore[no-un
         "REDIS_URL": settings.CELERY_BROKER_URL,
         "EVALSITE_VAR_DIR": str(tmp_path),
         "EVALSITE_JUDGE_STALE_SECONDS": "3",
+        # A task the killed worker had received but not claimed stays pending (its message
+        # unacknowledged in Redis for an hour): the sweeper sends it again after this.
+        "EVALSITE_RECOVERY_SECONDS": "3",
     }
     procs: list[subprocess.Popen] = []
 

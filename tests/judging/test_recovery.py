@@ -175,3 +175,91 @@ def test_the_run_page_shows_stalled_results_and_offers_to_resume_them(fake, amha
     assert "1 judgement stalled" in watcher and "Resume 1 stalled" not in watcher
     api = client_for(researcher).get(f"/api/v1/judge-runs/{run.pk}/progress/").json()
     assert api["n_stalled"] == 1
+
+
+# --- the sweeper (core.recovery): lost messages and gone workers -------------------------------
+
+
+def _queued_long_ago(result_ids: list[int], seconds: float = 3600) -> None:
+    JudgeResult.objects.filter(pk__in=result_ids).update(queued_at=timezone.now() - timedelta(seconds=seconds))
+
+
+@override_settings(EVALSITE_RECOVERY_SECONDS=30)
+def test_a_pending_result_whose_message_was_lost_is_dispatched_again_past_the_threshold(
+    fake, amhart, conversations, make_judge, django_capture_on_commit_callbacks
+):
+    """Defect 1: a result whose message a killed worker had received stayed pending for ever."""
+    from core import recovery
+
+    fake.script("gpt", [checklist_reply()])
+    # start=False: the rows exist but no message was ever sent (lost with a killed worker,
+    # a Redis restarted without persistence, a broker down when the run was created).
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    lost, recent = run.results.order_by("pk")
+    _queued_long_ago([lost.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        report = recovery.sweep()
+    assert report.redispatched["judge results"] == 1  # the recent one may still be in the queue
+    lost.refresh_from_db()
+    recent.refresh_from_db()
+    assert lost.status == ResultStatus.DONE and lost.attempts == 1
+    assert recent.status == ResultStatus.PENDING
+    assert fake.calls_total == 1
+
+
+@override_settings(EVALSITE_RECOVERY_SECONDS=30)
+def test_unclaimed_results_that_the_queue_still_holds_messages_for_are_left_waiting(
+    fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A long backlog is not lost work: only as many rows as the queue has no message for go again."""
+    from core import recovery
+
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    ids = list(run.results.order_by("pk").values_list("pk", flat=True))
+    _queued_long_ago(ids)
+    monkeypatch.setattr(recovery, "queue_depth", lambda: 2)  # a message for each: a backlog
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recovery.sweep().redispatched.get("judge results", 0) == 0
+    monkeypatch.setattr(recovery, "queue_depth", lambda: 1)  # one message is missing: the oldest goes
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recovery.sweep().redispatched["judge results"] == 1
+    assert list(run.results.order_by("pk").values_list("status", flat=True)) == [ResultStatus.DONE, ResultStatus.PENDING]
+
+
+@override_settings(EVALSITE_RECOVERY_SECONDS=30)
+def test_a_result_whose_worker_is_gone_is_dispatched_again_once_per_threshold(
+    fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
+):
+    from core import recovery
+
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    _crash_mid_result(monkeypatch, result.pk, owner="otherhost:1:worker:gone")
+    _expire(result)
+    sent: list[list[int]] = []
+    monkeypatch.setattr(runs, "_enqueue", lambda ids: sent.append(list(ids)))
+    assert recovery.sweep().lost["judge results"] == 1
+    # Its message is on its way: the next sweeps (every few seconds) do not send it again...
+    assert recovery.sweep().lost["judge results"] == 0
+    assert sent == [[result.pk], []]
+    # ...until a threshold has passed without a worker taking it.
+    JudgeResult.objects.filter(pk=result.pk).update(queued_at=timezone.now() - timedelta(seconds=31))
+    assert recovery.sweep().lost["judge results"] == 1
+
+
+def test_a_holder_alive_in_this_process_keeps_its_result_past_its_lease(fake, amhart, conversations, make_judge):
+    """A loop held up for a while (a loaded machine) must not have its results judged twice."""
+    from simulation.run_state import new_owner, owner_finished, owner_started
+
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    result = run.results.get()
+    holder = new_owner("slow")
+    owner_started(holder)
+    assert isinstance(runs._claim(result.pk, holder), JudgeResult)
+    _expire(result)
+    assert runs.stalled_results(run.pk) == []
+    assert runs._claim(result.pk, new_owner("duplicate")) == ResultStatus.RUNNING
+    owner_finished(holder)  # its job ended without storing: an orphan, taken back at once
+    assert runs.stalled_results(run.pk) == [result.pk]
+    assert isinstance(runs._claim(result.pk, new_owner("next")), JudgeResult)

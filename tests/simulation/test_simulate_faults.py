@@ -151,8 +151,8 @@ def test_a_crashed_executor_is_resumed_after_its_last_saved_message_without_dupl
 
     run = one_run_batch.runs.get()
     monkeypatch.setattr(simulate, "achat", crashing_chat)
-    with pytest.raises(Crash):
-        simulate.simulation_run_execute(run_id=run.pk, owner=run_state.new_owner("first"))
+    with pytest.raises(Crash):  # an executor on another machine: only its lease can tell it is gone
+        simulate.simulation_run_execute(run_id=run.pk, owner="otherhost:4242:first:abc")
     monkeypatch.setattr(simulate, "achat", real_chat)
     run.refresh_from_db()
     assert run.status == SimulationRun.Status.RUNNING and _contiguous(run) == [0, 1, 2]

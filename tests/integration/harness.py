@@ -1,0 +1,232 @@
+"""Real workers, a private Redis and row locks, for the crash and outage tests.
+
+``Workers`` starts worker processes on the test database and a Redis; ``RowLock`` holds
+PostgreSQL row locks from a connection of its own, so a worker can be stopped at an exact
+step (its claim or its store waits on the lock) and then SIGKILLed there; ``PrivateRedis`` is
+a redis-server of the test's own on a free port, restarted without persistence (the machine's
+shared Redis is never touched).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Thresholds short enough for a test, long enough for a loaded two-core machine.
+FAST_RECOVERY = {
+    "EVALSITE_RECOVERY_SECONDS": "3",
+    "EVALSITE_JUDGE_STALE_SECONDS": "3",
+    "EVALSITE_SIMULATION_LEASE_SECONDS": "3",
+    "EVALSITE_RATE_LEASE_SECONDS": "3",
+}
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, every: float = 0.05) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return bool(predicate())
+
+
+def database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    return f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Workers:
+    """Worker processes (threads pool) against the test database and ``redis_url``."""
+
+    def __init__(self, tmp_path: Path, redis_url: str, name: str, **env: str) -> None:
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings.integration",
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": redis_url,
+            "EVALSITE_VAR_DIR": str(tmp_path),
+            **FAST_RECOVERY,
+            **env,
+        }
+        self.redis_url = redis_url
+        self.tmp_path = tmp_path
+        self.name = name
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *, concurrency: int = 3, wait: bool = True) -> subprocess.Popen[bytes]:
+        """Start one more worker; with ``wait``, return once it answers a ping."""
+        n = len(self.procs)
+        log = open(self.tmp_path / f"{self.name}{n}.log", "w")  # noqa: SIM115 (kept open for the child)
+        hostname = f"{self.name}{n}-{os.getpid()}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool=threads",
+             f"--concurrency={concurrency}", "--loglevel=INFO", "--without-mingle", "--without-gossip",
+             f"--hostname={hostname}@%h"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        self.procs.append(proc)
+        if wait and not wait_for(lambda: self._answers(hostname) or proc.poll() is not None, 90, every=0.3):
+            pytest.fail(f"worker {n} did not start:\n{self.logs()}")
+        if proc.poll() is not None:
+            pytest.fail(f"worker {n} exited:\n{self.logs()}")
+        return proc
+
+    def _answers(self, hostname: str) -> bool:
+        from evalsite.celery import app
+
+        with app.connection_for_write(self.redis_url) as conn:
+            replies = app.control.ping(timeout=0.5, connection=conn) or []
+        return any(hostname in key for reply in replies for key in reply)
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL a worker: no handler, no acknowledgement, no clean-up runs."""
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def logs(self, tail: int = 4000) -> str:
+        return "\n".join(
+            f"--- {p.name}\n" + p.read_text(errors="replace")[-tail:] for p in sorted(self.tmp_path.glob(f"{self.name}*.log"))
+        )
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+class RowLock:
+    """Row locks held by a PostgreSQL connection of the test's own (not Django's)."""
+
+    def __init__(self) -> None:
+        import psycopg
+        from django.db import connection
+
+        db = connection.settings_dict
+        self.dbname = db["NAME"]
+        self.conn = psycopg.connect(
+            host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
+            dbname=self.dbname, autocommit=False,
+        )
+
+    def hold(self, table: str, where: str, params: tuple[Any, ...] = ()) -> int:
+        """Lock the rows of ``table`` matching ``where`` until ``release``; return how many."""
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", params)  # noqa: S608 (test-only SQL)
+            return len(cur.fetchall())
+
+    def waiters(self) -> int:
+        """Return how many other sessions wait on a lock in the test database."""
+        with self.conn.cursor() as cur:
+            # Statistics views are a snapshot per transaction: this one holds the locks open.
+            cur.execute("SELECT pg_stat_clear_snapshot()")
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+                (self.dbname,),
+            )
+            return int(cur.fetchone()[0])
+
+    def release(self) -> None:
+        self.conn.rollback()
+
+    def close(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, on a free port, with no persistence at all."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            pytest.skip("redis-server is not installed")
+        self.port = free_port()
+        self.dir = tmp_path / "redis"
+        self.dir.mkdir(exist_ok=True)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.dir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        if not wait_for(lambda: _pings(client), 20, every=0.1):
+            pytest.fail("the private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()  # like a crash: nothing is saved (there is nothing to save to)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+class Gate:
+    """A scripted reply that waits until the test opens the gate: calls held in flight at will.
+
+    The first ``free`` calls pass at once: a worker's first call to an endpoint goes alone
+    (it builds the HTTP client the others share), so holding it would hold them all.
+    """
+
+    def __init__(self, reply: Any, *, free: int = 1) -> None:
+        self.opened = threading.Event()
+        self.reply = reply
+        self.free = free
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        with self._lock:
+            passing = self.free > 0
+            self.free -= 1
+        if not passing:
+            self.opened.wait(180)
+        return self.reply(body) if callable(self.reply) else self.reply
+
+    def open(self) -> None:
+        self.opened.set()
