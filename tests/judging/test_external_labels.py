@@ -59,7 +59,7 @@ def test_external_labels_feed_the_judges_page_and_never_the_reliability(vera_stu
     before = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/?bootstrap=0").json()
     run = judge_labels_import(text=three_judges(), file="judges.csv", instrument=study.instrument).run
     page = client.get(f"/reports/studies/{study.pk}/judges/?run={run.pk}").content.decode()
-    assert "ext-judge-1" in page and "Against human consensus" in page
+    assert "ext-judge-1" in page and "Can a judge replace the raters?" in page
     after = client.get(f"/api/v1/reports/studies/{study.pk}/reliability/?bootstrap=0").json()
     assert after["raters"]["names"] == before["raters"]["names"] == ["clinician_a", "clinician_b", "expert_a"]
     assert after["main"]["pooled"] == before["main"]["pooled"]
