@@ -117,6 +117,9 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         "reports:realism-csv": [f"/reports/studies/{study.pk}/realism.csv"],
         "reports:scorecard-csv": [f"/reports/studies/{study.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
         "reports:judges-csv": [f"/reports/studies/{study.pk}/judges.csv?run={run.pk}"],
+        "reports:judges-table-csv": [
+            f"/reports/studies/{study.pk}/judges/{t}.csv?run={run.pk}" for t in ("alt-test", "alt-test-raters", "leave-one-out")
+        ],
         "reports:run-scorecard-csv": [f"/reports/runs/{run.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
         "reports:study-export": [f"/reports/studies/{study.pk}/export.zip"],
         "annotation:study-plan-csv": [f"/studies/{planned.pk}/sampling-plan.csv"],
