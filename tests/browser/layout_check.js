@@ -5,7 +5,8 @@
       inside the window (a control in its own scroll box, e.g. a wide table, may be scrolled
       out of view: the box is what must fit), and must not be cut off by an ancestor that
       hides overflow.
-   3. No two interactive elements may overlap (an element and its own descendant, or a label
+   3. A box that scrolls takes the keyboard focus or holds something that does.
+   4. No two interactive elements may overlap (an element and its own descendant, or a label
       and its control, do not count).
    Sizes are CSS pixels; one pixel of rounding is tolerated everywhere. */
 () => {
@@ -34,14 +35,21 @@
   const empty = (r) => r.right - r.left <= TOL || r.bottom - r.top <= TOL;
   const inside = (r, box) =>
     r.left >= box.left - TOL && r.right <= box.right + TOL && r.top >= box.top - TOL && r.bottom <= box.bottom + TOL;
-  const clips = (el) => {
-    const style = getComputedStyle(el);
-    return style.overflowX !== "visible" || style.overflowY !== "visible";
+  // Overflow of each element, looked up once per run: [clips, scrolls sideways, scrolls down].
+  const overflowCache = new Map();
+  const overflowOf = (el) => {
+    let found = overflowCache.get(el);
+    if (!found) {
+      const style = getComputedStyle(el);
+      const x = ["auto", "scroll"].includes(style.overflowX);
+      const y = ["auto", "scroll"].includes(style.overflowY);
+      found = [style.overflowX !== "visible" || style.overflowY !== "visible", x, y];
+      overflowCache.set(el, found);
+    }
+    return found;
   };
-  const scrolls = (el) => {
-    const style = getComputedStyle(el);
-    return ["auto", "scroll"].includes(style.overflowX) || ["auto", "scroll"].includes(style.overflowY);
-  };
+  const clips = (el) => overflowOf(el)[0];
+  const scrolls = (el) => overflowOf(el)[1] || overflowOf(el)[2];
   // The part of a rectangle its clipping ancestors let through, and whether a non-scrolling one cut it.
   const visiblePart = (el, rect) => {
     let r = rect;
@@ -103,12 +111,20 @@
     }
   }
 
-  // 3. overlapping interactive elements
-  const interactive = Array.from(
-    document.querySelectorAll(
-      "a[href], button, input:not([type=hidden]), select, textarea, summary, label, [tabindex]:not([tabindex='-1'])"
-    )
-  ).filter(shown);
+  // 3. a box that scrolls must take the keyboard focus, or hold something that does (as axe's
+  //    scrollable-region-focusable rule asks), else keyboard users cannot scroll it
+  const focusable = "a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]:not([tabindex='-1'])";
+  for (const el of document.body.querySelectorAll("*")) {
+    if (!scrolls(el)) continue;
+    const sideways = overflowOf(el)[1] && el.scrollWidth > el.clientWidth + TOL;
+    const down = overflowOf(el)[2] && el.scrollHeight > el.clientHeight + TOL;
+    if (!(sideways || down) || !shown(el)) continue;
+    if (el.tabIndex >= 0 || el.querySelector(focusable)) continue;
+    problems.push(`${describe(el)} scrolls ${sideways ? "sideways" : "down"} but cannot take the keyboard focus`);
+  }
+
+  // 4. overlapping interactive elements
+  const interactive = Array.from(document.querySelectorAll(focusable + ", label")).filter(shown);
   const boxes = [];
   for (const el of interactive) {
     for (const r of el.getClientRects()) {

@@ -56,6 +56,8 @@ NOT_PAGES = {
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
     "reports:raters-csv": "file download",
     "api-schema": "the OpenAPI schema (YAML) that the API docs page reads",
+    "annotation:study-rater-support": "POST action (a form on the study page)",
+    "annotation:study-adjudication-blinding": "POST action (a form on the adjudication page)",
 }
 
 
@@ -216,6 +218,8 @@ def site_visits() -> list[Visit]:
     return [Visit(*visit) for visit in visits] + rater_variants + [
         Visit("annotation:study-adjudication", "coordinator", f"{adjudication}?conversation={disputed}", "a case open"),
         Visit("api-docs", "researcher", reverse("api-docs")),
+        # The home page and the menu differ by role.
+        *(Visit("home", user, reverse("home"), f"as {user}") for user in ("clinician", "coordinator", "admin")),
     ]
 
 
