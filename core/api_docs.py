@@ -174,7 +174,7 @@ def reference_from_schema(schema: dict[str, Any]) -> Reference:
             name = _group_name(path, spec.get("tags", []))
             group = groups.setdefault(name, Group(name, "group-" + name.lower().replace(" ", "-")))
             params = [
-                Field(p["name"], type_text(p.get("schema")), bool(p.get("required")), p.get("in", ""), p.get("description", ""))
+                Field(p["name"], type_text(p.get("schema")), bool(p.get("required")), f"in the {p.get('in', 'query')}", p.get("description", ""))
                 for p in spec.get("parameters", [])
             ]
             body = spec.get("requestBody")
