@@ -322,8 +322,9 @@ class FlowState:
         done = len(self.path)
         if self.finished or self.next_question is None:
             return f"All {done} answered"
-        left = str(self.left_min) if self.left_min == self.left_max else f"{self.left_min} to {self.left_max}"
-        return f"{done} answered · {left} to go"
+        # No-break spaces keep "3 to 8 to go" on one line in the phone's narrow bar.
+        left = str(self.left_min) if self.left_min == self.left_max else f"{self.left_min}\u00a0to\u00a0{self.left_max}"
+        return f"{done} answered · {left}\u00a0to\u00a0go"
 
     def as_dict(self) -> dict[str, Any]:
         return {

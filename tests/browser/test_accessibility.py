@@ -61,14 +61,20 @@ NOT_PAGES = {
 }
 
 
+# Whole URL trees that are not the site's own pages: Django's admin (its own stylesheet, for
+# administrators only) and the API's JSON endpoints (the API reference page, api-docs, is visited).
+NOT_SITE_PAGES = {"admin/": "Django's admin", "api/v1/": "the JSON API (its reference page is api-docs)"}
+
+
 def page_names() -> set[str]:
+    """Return the name of every URL pattern of the site's own pages (namespaced)."""
     names: set[str] = set()
 
     def walk(patterns, ns: str | None = None, prefix: str = "") -> None:  # type: ignore[no-untyped-def]
         for entry in patterns:
             if isinstance(entry, URLResolver):
                 walk(entry.url_patterns, entry.namespace or ns, prefix + str(entry.pattern))
-            elif entry.name and not (prefix + str(entry.pattern)).startswith(("api/v1/", "admin/", "^api", "^admin")):
+            elif entry.name and not (prefix + str(entry.pattern)).startswith((*NOT_SITE_PAGES, "^api/v1", "^admin")):
                 names.add(f"{ns}:{entry.name}" if ns else entry.name)
 
     walk(get_resolver().url_patterns)

@@ -70,13 +70,13 @@ def test_guided_mode_counts_without_a_growing_denominator(page, clinician, clini
     log_in(page, clinician.username, PASSWORD)
     page.goto(f"/ratings/{assignment.pk}/")
     progress = page.locator("#flow-progress")
-    seen = [progress.inner_text()]
+    seen = [progress.inner_text().replace("\xa0", " ")]
     page.keyboard.press("u")
     for key, nxt in [("y", "2"), ("n", "5"), ("2", "6"), ("n", "7")]:
         page.keyboard.press(key)
         page.wait_for_selector(f"#item-main-{nxt}.state-current")
         page.wait_for_function("document.getElementById('save-status').textContent === 'All answers saved'")
-        seen.append(progress.inner_text())
+        seen.append(progress.inner_text().replace("\xa0", " "))
     assert seen == [
         "0 answered · 1 to 9 to go",
         "1 answered · 3 to 8 to go",
