@@ -73,3 +73,22 @@ def test_a_wide_table_scrolls_in_its_own_focusable_region_not_the_page(page, res
     region.focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_function("el => el.scrollLeft > 0", arg=region.element_handle())
+
+
+def test_an_import_problem_report_fits_a_phone(page, researcher, tmp_path):
+    from tests.browser.test_layout import CHECK
+
+    page.set_viewport_size(PHONE)
+    log_in(page, researcher.username, PASSWORD)
+    page.goto("/corpus/import/conversations/")
+    bad = tmp_path / "bad.jsonl"
+    line = '{{"id": "conversation-with-a-long-identifier-{}", "messages": [{{"role": "user", "content": ""}}]}}'
+    bad.write_text("\n".join(line.format(i) for i in range(30)) + "\n")
+    page.set_input_files("#id_file", str(bad))
+    page.check("#id_dry_run")
+    with page.expect_navigation():
+        page.click("button:has-text('Upload')")
+    page.wait_for_selector(".problems table")
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    assert page.evaluate(CHECK) == []
+    assert page.locator(".problems [role=region][tabindex='0']").count() == 2  # both tables scroll in their own box
