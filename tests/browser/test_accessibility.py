@@ -109,8 +109,8 @@ def _rater_variants(study: Study) -> list[Visit]:
 
     A submitted rating (locked, changed through "Change this answer") whose conversation the
     second rater answered differently (so adjudication has a case), a withdrawn conversation, a
-    content warning not yet passed, and a guided question flow with the study section, half
-    answered.
+    content warning not yet passed, a guided question flow with the study section, half
+    answered, and a main conversation locked until calibration is done.
     """
     users = {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
     clinician, clinician2 = users["clinician"], users["clinician2"]
@@ -136,8 +136,19 @@ def _rater_variants(study: Study) -> list[Visit]:
     study_assign(study=flow_study, actor=users["coordinator"], seed=3)
     flow_assignment = flow_study.assignments.order_by("position").first()
     rating_save_answer(assignment_id=flow_assignment.pk, user=clinician, part="main", item_key="1", value="Yes")
+    # Calibration first: the main conversation is locked until the calibration one is submitted.
+    second = next(a.conversation_id for a in mine if not a.conversation.sensitive)  # no warning before the 423
+    first = next(a.conversation_id for a in mine if a.conversation_id != second)
+    calibrated = study_create(
+        name="Calibrated study", instrument=study.instrument, section=None, conversation_ids=[second],
+        created_by=users["coordinator"], raters=[(clinician, "clinician")], raters_per_conversation=1,
+        calibration={first: {"amhart_01": {"label": "yes", "explanation": "validates the feeling in turn 2"}}},
+    )
+    study_assign(study=calibrated, actor=users["coordinator"], seed=5)
+    locked_main = calibrated.assignments.get(is_calibration=False)
     rate = "annotation:rate"
     return [
+        Visit(rate, "clinician", reverse(rate, args=[locked_main.pk]), "calibration first", status=423),
         Visit(rate, "clinician", reverse(rate, args=[submitted.pk]), "submitted, locked"),
         Visit(rate, "clinician", reverse(rate, args=[withdrawn.pk]), "withdrawn", status=410),
         Visit(rate, "clinician", reverse(rate, args=[warning.pk]), CONTENT_WARNING),
