@@ -60,6 +60,8 @@ def test_a_coordinator_reveals_the_design_with_a_reason_recorded_in_the_audit_tr
     assert disputed.adjudication_unblinded
     event = StudyEvent.objects.filter(study=disputed, action="adjudication_blinding_set").latest("pk")
     assert event.actor == coordinator and event.reason == "the protocol's second round compares chatbots"
+    trail = client.get(reverse("annotation:study-detail", args=[disputed.pk])).content.decode()
+    assert "Adjudication blinding changed" in trail and "the protocol&#x27;s second round compares chatbots" in trail
     body = _case_page(client, disputed)
     for shown in ("TGT-SECRET", "SecretBot", "openai/gpt-secret-model", "Zelda-secret", "severe-secret"):
         assert shown in body, shown
