@@ -63,7 +63,7 @@ NOT_PAGES = {
 
 # Whole URL trees that are not the site's own pages: Django's admin (its own stylesheet, for
 # administrators only) and the API's JSON endpoints (the API reference page, api-docs, is visited).
-NOT_SITE_PAGES = {"admin/": "Django's admin", "api/v1/": "the JSON API (its reference page is api-docs)"}
+NOT_SITE_PAGES = {"admin/": "Django's admin", "api/v1/": "the API answers JSON only (its reference page, api-docs, is visited)"}
 
 
 def page_names() -> set[str]:

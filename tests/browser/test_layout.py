@@ -8,9 +8,8 @@ its label lies outside its fieldset or card or the window, or when two interacti
 overlap. Each page is checked as loaded, then with every <details> open (guidance, "Change this
 answer", the phone menu) and, on the rating page, with each pane of the phone switch.
 
-Not checked here: Django's admin (its own stylesheet, for administrators only) and the API's
-browsable JSON pages under /api/v1/ (a developer's view of the API; the API docs page is
-checked). One browser; one context per role, logged in once; each page is loaded once, in the phone's
+Not checked here (test_accessibility.NOT_SITE_PAGES): Django's admin (its own stylesheet, for
+administrators only) and /api/v1/, which answers JSON only (the API docs page is checked). One browser; one context per role, logged in once; each page is loaded once, in the phone's
 window, which is then resized to each width (as a tablet turned or a window widened would be).
 """
 

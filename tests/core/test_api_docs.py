@@ -61,3 +61,10 @@ def test_the_api_docs_page_lists_every_endpoint_of_the_real_schema_in_the_sites_
     assert not missing, missing
     assert 'id="schema-AnswerRequest"' in body and 'href="#schema-AnswerRequest"' in body
     assert "swagger" not in body.lower() and "cdn" not in body.lower()
+
+
+@pytest.mark.django_db
+def test_the_api_answers_json_even_to_a_browser(researcher):
+    # DRF's browsable HTML pages failed axe; the reference page above is the human view.
+    response = client_for(researcher).get("/api/v1/", HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
