@@ -69,6 +69,15 @@ class Study(models.Model):
     sitting_gap_minutes = models.PositiveSmallIntegerField(
         default=30, help_text="A pause this long between two submissions starts a new sitting"
     )
+    # Shown on the content warning before hard conversations: where a rater can find support.
+    rater_support = models.TextField(
+        blank=True, help_text="Where raters can find support, shown before hard content (empty: the default text)"
+    )
+    # Adjudication is blind to the chatbot, its model and the persona design unless the study
+    # says otherwise; a change is recorded in the audit trail.
+    adjudication_unblinded = models.BooleanField(
+        default=False, help_text="Adjudicators see the chatbot, its model and the persona design"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -87,6 +96,19 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def rater_support_text(self) -> str:
+        """Return the study's own support text, or the default one."""
+        return self.rater_support.strip() or DEFAULT_RATER_SUPPORT
+
+
+DEFAULT_RATER_SUPPORT = (
+    "If a conversation stays with you, stop and take a break: your answers are saved. Talk to your "
+    "study coordinator or your clinical supervisor; many employers also offer a confidential staff "
+    "support line. If you are in crisis yourself, call your local emergency number or a crisis line "
+    "(in the US, call or text 988; in the UK and Ireland, Samaritans on 116 123)."
+)
 
 
 class StudyConversation(models.Model):

@@ -1,4 +1,4 @@
-"""Adjudicate a whole conversation at once: one final label per disputed item, one reason."""
+"""Adjudicate a whole conversation at once (one final label per disputed item, one reason); blinding."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.db import transaction
 from annotation.consensus.services import consensus_adjudicate
 from annotation.errors import AnnotationError
 from annotation.models import ConsensusLabel, Study
+from annotation.studies.services import study_event
 
 
 @transaction.atomic
@@ -34,3 +35,24 @@ def consensus_adjudicate_conversation(
         consensus_adjudicate(consensus_id=pk, study=study, label=label, reason=reason, actor=actor)
         for pk, label in sorted(chosen.items())
     ]
+
+
+@transaction.atomic
+def study_set_adjudication_blinding(*, study: Study, unblinded: bool, reason: str, actor: AbstractBaseUser | None) -> Study:
+    """Show or hide the chatbot, its model and the persona design on the adjudication page.
+
+    Blind is the default. Revealing them is a decision about the study's method, so it needs a
+    reason; either change is recorded in the audit trail.
+    """
+    if unblinded and not reason.strip():
+        raise AnnotationError("say why adjudicators should see the chatbot, model and persona design")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.adjudication_unblinded == unblinded:
+        return study
+    study.adjudication_unblinded = unblinded
+    study.save(update_fields=["adjudication_unblinded"])
+    summary = ("adjudicators see the chatbot, its model and the persona design" if unblinded
+               else "adjudication is blind to the chatbot, its model and the persona design")
+    study_event(study=study, actor=actor, action="adjudication_blinding_set", reason=reason.strip(),
+                before={"unblinded": not unblinded}, after={"unblinded": unblinded}, summary=summary)
+    return study

@@ -236,19 +236,51 @@ def adjudication_queue_by_conversation(study: Study, *, show: str = "all", q: st
 
 
 @dataclass(frozen=True)
-class ConversationCase:
-    """Every disputed label of one conversation, with each rater's answers, and the transcript."""
+class CaseConversation:
+    """What an adjudicator needs of the conversation itself: its id and pseudonymous code."""
 
-    conversation: Conversation
+    pk: int
+    code: str
+
+
+@dataclass(frozen=True)
+class DesignReveal:
+    """The chatbot, its model and the persona design: shown only where the study unblinds adjudication."""
+
+    chatbot: str
+    model: str
+    persona: str
+    design: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ConversationCase:
+    """Every disputed label of one conversation, with each rater's answers, and the transcript.
+
+    Blind by default, like the raters' pages: no chatbot, model or persona design, and no system
+    message (a system prompt may name the chatbot). ``reveal`` holds them only when the study
+    sets ``adjudication_unblinded``.
+    """
+
+    conversation: CaseConversation
     cases: list[AdjudicationCase]
     messages: list[Message]
+    reveal: DesignReveal | None = None
+
+
+def _design_reveal(conversation: Conversation) -> DesignReveal:
+    target, persona = conversation.target, conversation.persona
+    return DesignReveal(
+        chatbot=" · ".join(x for x in (target.code, target.name) if x) if target else "",
+        model=target.model if target else "",
+        persona=persona.name if persona else "",
+        design=[(str(k), str(v)) for k, v in (persona.design or {}).items()] if persona else [],
+    )
 
 
 def adjudication_conversation_case(study: Study, *, conversation_id: int) -> ConversationCase:
     """Return the disputed, not yet adjudicated labels of one conversation (a fixed number of queries)."""
-    entries = list(
-        adjudication_queue(study).filter(conversation_id=conversation_id).select_related("conversation__target", "conversation__persona")
-    )
+    entries = list(adjudication_queue(study).filter(conversation_id=conversation_id))
     if not entries:
         raise Http404("not found")
     items = {i.key: i for i in consensus_items(study)}
@@ -286,8 +318,13 @@ def adjudication_conversation_case(study: Study, *, conversation_id: int) -> Con
             )
         cases.append(AdjudicationCase(entry, item, answers, []))
     conversation = entries[0].conversation
-    messages = list(conversation.messages.order_by("turn_index"))
-    return ConversationCase(conversation, cases, messages)
+    messages = conversation.messages.order_by("turn_index")
+    if not study.adjudication_unblinded:
+        messages = messages.exclude(role=Message.Role.SYSTEM)
+    reveal = None
+    if study.adjudication_unblinded:
+        reveal = _design_reveal(Conversation.objects.select_related("target", "persona").get(pk=conversation.pk))
+    return ConversationCase(CaseConversation(conversation.pk, conversation.code), cases, list(messages), reveal)
 
 
 @dataclass(frozen=True)

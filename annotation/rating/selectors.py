@@ -29,7 +29,7 @@ from annotation.models import (
     StudyMembership,
 )
 from annotation.rating.services import calibration_feedback
-from corpus.instruments.flow import Flow, FlowError, walk
+from corpus.instruments.flow import Flow, FlowError, remaining, walk
 from corpus.models import InstrumentKind, Item, Message, Scale
 
 SHOWN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -301,6 +301,30 @@ class FlowState:
     labels: dict[str, str]
     ended_by: str
     error: str = ""
+    # Still to answer, the current question included: the fewest and the most any answers can
+    # lead to. The count a rater sees ("2 answered · 4 to 9 to go") never grows as they go on.
+    left_min: int = 0
+    left_max: int = 0
+
+    @property
+    def position(self) -> int:
+        """Return the number of the question being asked (answered ones + 1), or how many were answered."""
+        return len(self.path) + (0 if self.finished or self.next_question is None else 1)
+
+    @property
+    def progress_text(self) -> str:
+        """Return the stable count shown in guided mode: "2 answered · 4 to 9 to go".
+
+        No "of N": how many questions a flow asks depends on the answers, and a denominator
+        that grows as the rater goes ("1 of 7", "2 of 8") reads as moving goalposts. The cards
+        keep the rubric's question IDs, so the count names no question number either.
+        """
+        done = len(self.path)
+        if self.finished or self.next_question is None:
+            return f"All {done} answered"
+        # No-break spaces keep "3 to 8 to go" on one line in the phone's narrow bar.
+        left = str(self.left_min) if self.left_min == self.left_max else f"{self.left_min}\u00a0to\u00a0{self.left_max}"
+        return f"{done} answered · {left}\u00a0to\u00a0go"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -310,6 +334,10 @@ class FlowState:
             "labels": self.labels,
             "ended_by": self.ended_by,
             "error": self.error,
+            "position": self.position,
+            "left_min": self.left_min,
+            "left_max": self.left_max,
+            "progress_text": self.progress_text,
         }
 
 
@@ -317,12 +345,14 @@ def flow_state(flow: dict[str, Any] | None, answers: dict[str, dict]) -> FlowSta
     """Walk the rater's main answers through the flow (no queries)."""
     given = {k: str(v.get("value", "")) for k, v in answers.get("main", {}).items()}
     try:
-        result = walk(Flow.from_dict(flow or {"questions": []}), given)
+        model = Flow.from_dict(flow or {"questions": []})
+        result = walk(model, given)
+        left = remaining(model, result.next_question) if result.next_question else (0, 0)
     except FlowError as exc:
         return FlowState([], None, False, {}, "", str(exc))
     return FlowState(
         [(s.question_id, s.answer) for s in result.path], result.next_question, result.finished,
-        dict(result.labels), result.ended_by,
+        dict(result.labels), result.ended_by, "", *left,
     )
 
 
@@ -372,6 +402,14 @@ class RatingPage:
     def n_questions(self) -> int:
         """Return how many required questions the form asks now (optional ones are not counted)."""
         return sum(1 for i in self.askable if i.required or i.part == "main" and self.is_flow)
+
+    @property
+    def n_section_required(self) -> int:
+        return sum(1 for i in self.section_items if i.required)
+
+    @property
+    def n_section_answered(self) -> int:
+        return sum(1 for i in self.section_items if i.required and i.value.strip())
 
     @property
     def first_unanswered(self) -> FormItem | None:

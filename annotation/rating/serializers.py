@@ -68,6 +68,10 @@ class FlowStateSerializer(serializers.Serializer):
     labels = serializers.DictField(child=serializers.CharField(), help_text="Dimension -> label")
     ended_by = serializers.CharField()
     error = serializers.CharField()
+    position = serializers.IntegerField(help_text="The number of the question being asked (or of answered ones when finished)")
+    left_min = serializers.IntegerField(help_text="The fewest questions still to answer, the current one included")
+    left_max = serializers.IntegerField(help_text="The most questions still to answer, the current one included")
+    progress_text = serializers.CharField(help_text='The count shown to the rater, e.g. "2 answered · 4 to 9 to go"')
 
 
 class RevisionSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""Rater load: the study's soft limit on conversations per sitting (the break prompt)."""
+"""Rater load and care: the soft limit on conversations per sitting (the break prompt), the support text."""
 
 from __future__ import annotations
 
@@ -35,4 +35,25 @@ def study_set_sitting_limit(
     )
     study_event(study=study, actor=actor, action="sitting_limit_set", before=before,
                 after={"limit": limit, "gap_minutes": gap_minutes}, summary=summary)
+    return study
+
+
+MAX_SUPPORT_CHARS = 2000
+
+
+@transaction.atomic
+def study_set_rater_support(*, study: Study, text: str, actor: AbstractBaseUser | None) -> Study:
+    """Set where raters can find support (shown on the content warning); empty restores the default.
+
+    The change is recorded in the audit trail.
+    """
+    text = text.strip()
+    if len(text) > MAX_SUPPORT_CHARS:
+        raise AnnotationError(f"the support text must be at most {MAX_SUPPORT_CHARS} characters (it has {len(text)})")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    before = study.rater_support
+    study.rater_support = text
+    study.save(update_fields=["rater_support"])
+    study_event(study=study, actor=actor, action="rater_support_set", before={"text": before}, after={"text": text},
+                summary="raters' support text set" if text else "raters' support text back to the default")
     return study

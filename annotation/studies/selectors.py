@@ -376,6 +376,8 @@ ACTIONS = {
     "ratings_imported": "Ratings imported",
     "sampling_plan": "Sampling plan drawn",
     "sitting_limit_set": "Break prompt changed",
+    "rater_support_set": "Raters' support text changed",
+    "adjudication_blinding_set": "Adjudication blinding changed",
 }
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotation.studies import views
+from annotation.studies import care_views, views
 
 urlpatterns = [
     path("studies/", views.study_list, name="study-list"),
@@ -36,4 +36,6 @@ urlpatterns = [
         name="study-adjudicate-conversation",
     ),
     path("studies/<int:pk>/import-ratings/", views.study_import_ratings, name="study-import-ratings"),
+    path("studies/<int:pk>/rater-support/", care_views.study_rater_support, name="study-rater-support"),
+    path("studies/<int:pk>/adjudication/blinding/", care_views.study_adjudication_blinding, name="study-adjudication-blinding"),
 ]

@@ -370,6 +370,13 @@
 
   // ---------------------------------------------------------------- answered counter
   function updateCount() {
+    var sectionN = document.getElementById("section-n");
+    if (sectionN) { // guided flow: the flow's count comes with each save (applyFlow); the section's is counted here
+      sectionN.textContent = items().filter(function (el) {
+        var a = el.classList.contains("item") && el.dataset.required === "true" ? answerOf(el) : null;
+        return a && a.value !== null && a.value.trim() !== "";
+      }).length;
+    }
     var n = document.getElementById("answered-n");
     if (!n) return;
     var shown = items().filter(function (el) {
@@ -402,6 +409,8 @@
         fq.querySelector(".fq-answer").textContent = checked ? checked.parentNode.querySelector("span").textContent : answered.get(key);
       }
     });
+    var progress = document.getElementById("flow-progress");
+    if (progress && flow.progress_text) progress.textContent = flow.progress_text;
     var result = document.getElementById("flow-result");
     if (result) {
       result.hidden = !flow.finished;

@@ -7,18 +7,24 @@ nobody adds here fails the coverage check.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import override_settings
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation.consensus.services import study_compute_consensus
 from annotation.management.commands.seed_demo import DEMO_USERS
-from annotation.models import Assignment, AssignmentStatus, Study
+from annotation.models import Assignment, AssignmentStatus, ConsensusProvenance, Study
+from annotation.rating.services import rating_save_answer, rating_submit
+from annotation.studies.services import study_assign, study_create
 from corpus.models import Conversation, Instrument, PersonaSet
 from judging.services import judge_create, judge_run_create
 from simulation.models import SimulationBatch
 from simulation.prompts import prompt_templates_ensure_builtin
+from tests.annotation.rater_setup import answer_everything, flow_instrument
 from tests.browser.conftest import check_a11y
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,17 +56,26 @@ NOT_PAGES = {
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
     "reports:raters-csv": "file download",
     "reports:judges-epsilon": "POST action (a form on the judges page)", "reports:judges-table-csv": "file download",
+    "api-schema": "the OpenAPI schema (YAML) that the API docs page reads",
+    "annotation:study-rater-support": "POST action (a form on the study page)",
+    "annotation:study-adjudication-blinding": "POST action (a form on the adjudication page)",
 }
 
 
+# Whole URL trees that are not the site's own pages: Django's admin (its own stylesheet, for
+# administrators only) and the API's JSON endpoints (the API reference page, api-docs, is visited).
+NOT_SITE_PAGES = {"admin/": "Django's admin", "api/v1/": "the API answers JSON only (its reference page, api-docs, is visited)"}
+
+
 def page_names() -> set[str]:
+    """Return the name of every URL pattern of the site's own pages (namespaced)."""
     names: set[str] = set()
 
     def walk(patterns, ns: str | None = None, prefix: str = "") -> None:  # type: ignore[no-untyped-def]
         for entry in patterns:
             if isinstance(entry, URLResolver):
                 walk(entry.url_patterns, entry.namespace or ns, prefix + str(entry.pattern))
-            elif entry.name and not (prefix + str(entry.pattern)).startswith(("api/", "admin/", "^api", "^admin")):
+            elif entry.name and not (prefix + str(entry.pattern)).startswith((*NOT_SITE_PAGES, "^api/v1", "^admin")):
                 names.add(f"{ns}:{entry.name}" if ns else entry.name)
 
     walk(get_resolver().url_patterns)
@@ -76,11 +91,77 @@ def log_in_as(page, username: str, password: str) -> None:  # type: ignore[no-un
     page.wait_for_load_state("networkidle")
 
 
-@override_settings(EVALSITE_PREFLIGHT=False)
-def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
+class Visit(NamedTuple):
+    """One page to check: its URL pattern, who visits it, its path, which variant, the status it answers."""
+
+    name: str
+    user: str  # a demo login; "" for anonymous
+    path: str
+    variant: str = ""  # e.g. "content warning", "guided flow": one URL pattern, several pages
+    status: int = 200
+
+
+PASSWORDS = {name: password for name, _, password in DEMO_USERS}
+CONTENT_WARNING = "content warning"
+
+
+def _rater_variants(study: Study) -> list[Visit]:
+    """Put the rater's pages in their other states; return their visits.
+
+    A submitted rating (locked, changed through "Change this answer") whose conversation the
+    second rater answered differently (so adjudication has a case), a withdrawn conversation, a
+    content warning not yet passed, a guided question flow with the study section, half
+    answered, and a main conversation locked until calibration is done.
+    """
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
+    clinician, clinician2 = users["clinician"], users["clinician2"]
+    mine = list(study.assignments.filter(rater=clinician).order_by("position"))
+    submitted, withdrawn = mine[1], mine[2]
+    warning = next(a for a in mine[3:] if a.conversation.sensitive)
+    answer_everything(submitted, clinician)
+    rating_submit(assignment_id=submitted.pk, user=clinician)
+    theirs = study.assignments.get(rater=clinician2, conversation=submitted.conversation)
+    answer_everything(theirs, clinician2)
+    for key in ("amhart_01", "amhart_02", "amhart_05"):
+        rating_save_answer(assignment_id=theirs.pk, user=clinician2, part="main", item_key=key, value="no",
+                           note="The reply changed the subject." if key == "amhart_01" else None)
+    rating_submit(assignment_id=theirs.pk, user=clinician2)
+    Assignment.objects.filter(pk=withdrawn.pk).update(status=AssignmentStatus.WITHDRAWN)
+
+    flow_study = study_create(
+        name="Guided flow study", rater_title="Suicide-risk conversations", instrument=flow_instrument(),
+        section=study.section, conversation_ids=[c.conversation_id for c in mine[:3]],
+        created_by=users["coordinator"], coordinators=[users["coordinator"]], raters=[(clinician, "clinician")],
+        raters_per_conversation=1,
+    )
+    study_assign(study=flow_study, actor=users["coordinator"], seed=3)
+    flow_assignment = flow_study.assignments.order_by("position").first()
+    rating_save_answer(assignment_id=flow_assignment.pk, user=clinician, part="main", item_key="1", value="Yes")
+    # Calibration first: the main conversation is locked until the calibration one is submitted.
+    second = next(a.conversation_id for a in mine if not a.conversation.sensitive)  # no warning before the 423
+    first = next(a.conversation_id for a in mine if a.conversation_id != second)
+    calibrated = study_create(
+        name="Calibrated study", instrument=study.instrument, section=None, conversation_ids=[second],
+        created_by=users["coordinator"], raters=[(clinician, "clinician")], raters_per_conversation=1,
+        calibration={first: {"amhart_01": {"label": "yes", "explanation": "validates the feeling in turn 2"}}},
+    )
+    study_assign(study=calibrated, actor=users["coordinator"], seed=5)
+    locked_main = calibrated.assignments.get(is_calibration=False)
+    rate = "annotation:rate"
+    return [
+        Visit(rate, "clinician", reverse(rate, args=[locked_main.pk]), "calibration first", status=423),
+        Visit(rate, "clinician", reverse(rate, args=[submitted.pk]), "submitted, locked"),
+        Visit(rate, "clinician", reverse(rate, args=[withdrawn.pk]), "withdrawn", status=410),
+        Visit(rate, "clinician", reverse(rate, args=[warning.pk]), CONTENT_WARNING),
+        Visit(rate, "clinician", reverse(rate, args=[flow_assignment.pk]), "guided flow"),
+    ]
+
+
+def site_visits() -> list[Visit]:
+    """Seed the demo (and the rater pages' other states) and return every page to visit, as whom."""
     call_command("seed_demo", "--quiet-logins", "--force")
-    passwords = {name: password for name, _, password in DEMO_USERS}
     study = Study.objects.get(is_demo=True)
+    rater_variants = _rater_variants(study)  # before the consensus: their submitted ratings dispute items
     study_compute_consensus(study=study)
     conversation = Conversation.objects.order_by("id").first()
     judge = judge_create(name="axe-judge", instrument=study.instrument, model="openai/axe-judge",
@@ -149,26 +230,50 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))
     else:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
-    visited = {name for name, _, _ in visits}
-    missing = page_names() - visited - set(NOT_PAGES)
-    assert not missing, f"pages not checked by axe: {sorted(missing)}"
+    disputed = study.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
+    assert disputed is not None, "the demo's two submitted ratings should leave an item to adjudicate"
+    adjudication = reverse("annotation:study-adjudication", args=[study.pk])
+    return [Visit(*visit) for visit in visits] + rater_variants + [
+        Visit("annotation:study-adjudication", "coordinator", f"{adjudication}?conversation={disputed}", "a case open"),
+        Visit("api-docs", "researcher", reverse("api-docs")),
+        # The home page and the menu differ by role.
+        *(Visit("home", user, reverse("home"), f"as {user}") for user in ("clinician", "coordinator", "admin")),
+    ]
+
+
+def uncovered(visits: list[Visit]) -> list[str]:
+    """Return the URL pattern names that no visit covers and NOT_PAGES does not excuse."""
+    return sorted(page_names() - {v.name for v in visits} - set(NOT_PAGES))
+
+
+def open_visit(page, visit: Visit) -> None:  # type: ignore[no-untyped-def]
+    """Go to the visit's page and check its status; past a content warning unless the visit is the warning."""
+    response = page.goto(visit.path)
+    assert response is not None and response.status == visit.status, (visit, response and response.status)
+    if visit.name == "annotation:rate" and visit.variant != CONTENT_WARNING and page.locator("text=Before you read").count():
+        page.click("button:has-text('Continue')")
+        page.wait_for_selector("#rate-layout")
+
+
+@override_settings(EVALSITE_PREFLIGHT=False)
+def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
+    visits = site_visits()
+    missing = uncovered(visits)
+    assert not missing, f"pages not checked by axe: {missing}"
 
     failures: list[str] = []
     who = None
-    for name, user, path in visits:
+    for visit in visits:
+        name, user = visit.name, visit.user
         if user != who:
             if user:
-                log_in_as(page, user, passwords[user])
+                log_in_as(page, user, PASSWORDS[user])
             else:
                 page.context.clear_cookies()
             who = user
-        response = page.goto(path)
-        assert response is not None and response.status < 400, (name, path, response and response.status)
-        if name == "annotation:rate" and page.locator("text=Before you read").count():
-            page.click("button:has-text('Continue')")
-            page.wait_for_selector("#rating-form")
+        open_visit(page, visit)
         try:
-            check_a11y(page, f"{name} as {user or 'anonymous'}")
+            check_a11y(page, f"{name}{' (' + visit.variant + ')' if visit.variant else ''} as {user or 'anonymous'}")
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, "\n\n".join(failures)

@@ -55,7 +55,7 @@ from corpus.instruments.flow.model import (
     is_yes,
 )
 from corpus.instruments.flow.validation import validate_flow
-from corpus.instruments.flow.walk import FlowWalk, Step, walk
+from corpus.instruments.flow.walk import FlowWalk, Step, remaining, walk
 
 __all__ = [
     "BEST_PRACTICE",
@@ -85,6 +85,7 @@ __all__ = [
     "YELLOW",
     "YES",
     "is_yes",
+    "remaining",
     "validate_flow",
     "walk",
 ]

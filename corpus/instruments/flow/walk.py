@@ -145,3 +145,32 @@ def walk(flow: Flow, answers: Mapping[str, str]) -> FlowWalk:
             )
         current = nxt
     return FlowWalk((), None, True, {}, ENDED_BY_COMPLETED)  # a flow without questions
+
+
+def remaining(flow: Flow, question_id: str) -> tuple[int, int]:
+    """Return the fewest and the most questions still to answer from this one, itself included.
+
+    Every answer option of every question on the way is followed (the flow is acyclic: its
+    validation refuses loops), so "Question 3 · 4 to 9 left" is exact and never grows as the
+    rater goes on; it can only narrow. A GOTO to a missing question counts as the end.
+    """
+    memo: dict[str, tuple[int, int]] = {}
+
+    def visit(question: Question, trail: frozenset[str]) -> tuple[int, int]:
+        if question.id in memo:
+            return memo[question.id]
+        if question.id in trail:
+            raise _error(f"the flow loops back to question {question.id}", question.id)
+        lows, highs = [], []
+        for option in question.answer_options:
+            try:
+                _, nxt = _next(flow, question, option)
+            except KeyError:
+                nxt = None
+            low, high = visit(nxt, trail | {question.id}) if nxt is not None else (0, 0)
+            lows.append(low)
+            highs.append(high)
+        memo[question.id] = (1 + min(lows), 1 + max(highs))
+        return memo[question.id]
+
+    return visit(flow.question(question_id), frozenset())
