@@ -147,7 +147,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "manages": manages,
         "design": reads.study_design(study),
         "selection": reads.selection_summary(study.selection),
-        "audit": reads.study_audit_trail(study),
+        "audit": reads.study_audit_page(study, page=request.GET.get("audit_page")),
         "assign_form": AssignForm(),
         "remove_form": RemoveRaterForm(),
         "removed": reads.removed_work(study),
@@ -157,6 +157,15 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "external_raters": reads.external_raters(study),
     }
     return render(request, "annotation/coordinator/study_detail.html", context)
+
+
+@require_GET
+def study_audit_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Return the study's whole audit trail as CSV (the page shows it a page at a time)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    rows = ([e.event.created_at.isoformat(), e.event.actor.get_username() if e.event.actor else "system", e.action,
+             e.summary, e.event.reason] for e in reads.study_audit_trail(study))
+    return _csv(f"study-{study.pk}-audit-trail.csv", ["when", "who", "what", "details", "why"], rows)
 
 
 @require_POST
