@@ -377,6 +377,13 @@ ACTIONS = {
     "ratings_imported": "Ratings imported",
     "sampling_plan": "Sampling plan drawn",
     "sitting_limit_set": "Break prompt changed",
+    # The coordinator's day (issue 19).
+    "reminders_sent": "Reminders sent",
+    "reminder_schedule_set": "Reminder schedule changed",
+    "reminders_opted_out": "Rater turned reminders off",
+    "reminders_opted_in": "Rater turned reminders on",
+    "conversation_flagged": "Conversation flagged by a rater",
+    "flag_resolved": "Flag resolved",
 }
 
 

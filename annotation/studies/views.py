@@ -19,6 +19,7 @@ from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
 from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
 from annotation.errors import AnnotationError
+from annotation.flags.selectors import open_flag_count
 from annotation.models import AssignmentStatus
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
@@ -321,6 +322,10 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "table": table,
         "page": table.paginate(rows),
         "removed": reads.removed_work(study),
+        # The coordinator's day: open flags and who a reminder would reach.
+        "n_open_flags": open_flag_count(study),
+        "reminder_candidates": sum(1 for r in progress.raters if r.membership.active and not r.external_label
+                                   and r.remaining and not r.reminders_off and r.membership.user.email),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 
