@@ -49,6 +49,14 @@ NOT_PAGES = {
     "annotation:study-plan-csv": "file download", "annotation:study-sitting-limit": "POST action",
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
     "reports:raters-csv": "file download",
+    # The coordinator's day and honest counts (issue 19, i19coord).
+    "simulation:batch-count": "htmx fragment of the new-batch form (checked within it)",
+    "judging:run-count": "htmx fragment of the new-run form (checked within it)",
+    "annotation:study-audit-csv": "file download", "annotation:study-flags-csv": "file download",
+    "annotation:study-reminders-send": "POST action (a button on the progress page)",
+    "annotation:study-reminders-schedule": "POST action (a form on the progress page)",
+    "annotation:rate-flag": "POST action (a form on the rating page)",
+    "annotation:study-flag-resolve": "POST action (a form on the flags page)",
 }
 
 
@@ -95,10 +103,12 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         ("api-tokens", "researcher", reverse("api-tokens")),
         ("annotation:my-studies", "clinician", reverse("annotation:my-studies")),
         ("annotation:rate", "clinician", reverse("annotation:rate", args=[rater_assignment.pk])),
+        ("annotation:my-reminders", "clinician", reverse("annotation:my-reminders")),
         ("annotation:study-list", "coordinator", reverse("annotation:study-list")),
         ("annotation:study-create", "coordinator", reverse("annotation:study-create")),
         ("annotation:study-detail", "coordinator", reverse("annotation:study-detail", args=[study.pk])),
         ("annotation:study-progress", "coordinator", reverse("annotation:study-progress", args=[study.pk])),
+        ("annotation:study-flags", "coordinator", reverse("annotation:study-flags", args=[study.pk])),
         ("annotation:study-consensus", "coordinator", reverse("annotation:study-consensus", args=[study.pk])),
         ("annotation:study-adjudication", "coordinator", reverse("annotation:study-adjudication", args=[study.pk])),
         ("annotation:study-assignment-reassign", "coordinator",
