@@ -20,9 +20,7 @@ def _clip(value: float | None, low: float, high: float) -> float | None:
     return None if value is None else max(low, min(high, value))
 
 
-def _label(value: float | None, unit: str) -> str:
-    if value is None:
-        return "missing"
+def _label(value: float, unit: str) -> str:
     return f"{value:.0f}{unit}"
 
 
@@ -60,7 +58,7 @@ def scorecard_chart(data: dict[str, Any]) -> str | None:
             values.append(value)
             plus.append(None if value is None or high is None else max(high - value, 0.0))
             minus.append(None if value is None or low is None else max(value - low, 0.0))
-            text.append("" if value is None else _label(value, unit))
+            text.append(_label(value, unit) if value == 0 else "")
             n = row.get("n_scored", row.get("n_labels"))
             if value is None:
                 hover.append("no score: missing")
@@ -73,7 +71,9 @@ def scorecard_chart(data: dict[str, Any]) -> str | None:
             "marker": {"color": colour, "line": {"color": colour, "width": 1.5}},
             "error_y": {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "visible": True,
                         "color": "#333333", "thickness": 1.5, "width": 4},
-            "text": text, "textposition": "outside", "cliponaxis": False, "customdata": hover,
+            # Only a zero is written on the chart ("0%" on the baseline, where a bar has no height);
+            # other values read from the axis, the hover and the tables below.
+            "text": text, "textposition": "outside", "textfont": {"size": 12}, "cliponaxis": False, "customdata": hover,
             "hovertemplate": "%{fullData.name} · %{x}: %{customdata}<extra></extra>",
         })
         missing = [category for category, value in zip(categories, values, strict=True) if value is None]

@@ -62,7 +62,7 @@ def test_a_score_of_zero_is_drawn_as_zero_and_a_missing_score_as_missing():
     traces = {t["name"]: t for t in chart["traces"]}
     a, b = traces["A"], traces["B"]
     assert a["x"] == ["p1", "p2"] and a["y"] == [0.0, None]
-    assert a["text"][0] == "0%" and a["textposition"] == "outside"  # zero is written at the baseline
+    assert a["text"] == ["0%", ""] and a["textposition"] == "outside"  # zero is written at the baseline
     assert traces["A: missing"]["missing"] == ["p2"] and traces["A: missing"]["text"] == ["", "missing"]
     assert traces["B: missing"]["missing"] == ["p2"]
     assert traces["A: missing"]["marker"]["pattern"]["shape"] == "/"  # hatched: visibly not a value
