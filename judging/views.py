@@ -215,6 +215,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "errors": selectors.run_error_groups(run),
         "can_manage": selectors.can_manage_judging(request.user),
         "stalled": selectors.run_stalled_count(run),
+        "seconds_left": selectors.run_seconds_left(run),
     }
 
 
@@ -233,6 +234,7 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "errors": selectors.run_error_groups(run),
         "stalled": selectors.run_stalled_count(run),
         "can_manage": selectors.can_manage_judging(request.user),
+        "seconds_left": selectors.run_seconds_left(run),
     }
     response = render(request, "judging/_run_progress.html", context)
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):

@@ -25,7 +25,7 @@ WIDTHS = {"phone": (390, 844), "desktop": (1366, 900)}
 def _shots(page, name: str) -> None:  # type: ignore[no-untyped-def]
     """Save the whole page at phone and desktop width (the charts redraw at each width)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    for label, (width, height) in WIDTHS.items():
+    for width, height in WIDTHS.values():
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(400)  # plotly's responsive redraw
         page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)

@@ -51,3 +51,22 @@ def test_the_count_says_what_is_missing(researcher, amhart, make_judge):
 def test_only_those_who_start_runs_may_count(coordinator, outsider, clinician):
     for user in (coordinator, outsider, clinician):
         assert client_for(user).get(reverse("judging:run-count")).status_code == 404
+
+
+def test_a_going_run_says_its_time_left_in_minutes_from_the_recent_pace(researcher, amhart, make_judge):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judging import services
+    from judging.models import JudgeRun, ResultStatus, RunStatus
+
+    conversations = [make_conversation() for _ in range(20)]
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    now = timezone.now()
+    done = list(run.results.order_by("id")[:10])
+    # Half done in the last five minutes, after half an hour queued: about five minutes left.
+    run.results.filter(pk__in=[r.pk for r in done]).update(status=ResultStatus.DONE, finished_at=now - timedelta(minutes=2))
+    JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, n_done=10, started_at=now - timedelta(minutes=35))
+    body = client_for(researcher).get(reverse("judging:run-progress", args=[run.pk])).content.decode()
+    assert "about 5 minutes left" in body
