@@ -261,3 +261,14 @@ def test_only_the_rater_flags_their_own_and_only_coordinators_see_the_queue(stud
     for user in (clinician, outsider, researcher):
         assert client_for(user).get(reverse("annotation:study-flags", args=[study.pk])).status_code == 404
         assert client_for(user).get(reverse("annotation:study-flags-csv", args=[study.pk])).status_code == 404
+
+
+def test_the_progress_api_gives_the_same_pace_and_finish(study, coordinator, clinician):
+    now = timezone.now()
+    for days, assignment in zip((3, 2, 1), study.assignments.filter(rater=clinician).order_by("position"), strict=False):
+        _submit(assignment, now - timedelta(days=days))
+    body = client_for(coordinator).get(f"/api/v1/studies/{study.pk}/progress/").json()
+    clara = next(r for r in body["raters"] if r["username"] == "clara")
+    assert clara["submitted_per_day"] == pytest.approx(1.0, rel=1e-3) and clara["expected_finish_text"] == "about 1 day"
+    assert clara["reminders"] == "on" and clara["last_activity_at"]
+    assert body["expected_finish_text"] == NOT_ENOUGH  # cyrus has not started
