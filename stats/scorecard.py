@@ -68,6 +68,31 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tu
     return mean - half, mean + half, None
 
 
+def weighted_mean_interval(values: Sequence[float], weights: Sequence[float],
+                           confidence: float = CONFIDENCE) -> tuple[float | None, float | None, str | None]:
+    """Return the confidence interval of a Hájek (weighted) mean Σ w x / Σ w, weights w = 1/π.
+
+    Linearised (Taylor) standard error under with-replacement sampling of the rated
+    conversations: SE² = n/(n-1) · Σ w²(x − x̄_w)² / (Σ w)², and x̄_w ± t(1-α/2, n-1) · SE
+    (Särndal, Swensson & Wretman 1992, Model Assisted Survey Sampling, sec. 5.7). With equal
+    weights it is exactly :func:`mean_interval` (Student t). Same edge cases: fewer than two
+    values, or no spread, give (None, None, reason).
+    """
+    pairs = [(float(x), float(w)) for x, w in zip(values, weights, strict=True)
+             if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    n = len(pairs)
+    if n < 2:
+        return None, None, "fewer than two scored conversations: no interval"
+    x = np.array([p[0] for p in pairs])
+    w = np.array([p[1] for p in pairs])
+    mean = float(w @ x / w.sum())
+    se2 = n / (n - 1) * float((w ** 2) @ (x - mean) ** 2) / float(w.sum()) ** 2
+    if se2 == 0:
+        return None, None, f"all {n} conversations scored the same: no spread to estimate an interval from"
+    half = float(t_distribution.ppf((1 + confidence) / 2, n - 1)) * math.sqrt(se2)
+    return mean - half, mean + half, None
+
+
 def _aggregate(scores: pd.DataFrame, by: Sequence[str]) -> list[dict[str, Any]]:
     out = []
     for keys, group in scores.groupby(list(by), sort=True, dropna=False):

@@ -106,3 +106,26 @@ def test_vera_scores_carry_a_seeded_cluster_bootstrap_interval():
     assert overall["ci_low"] is not None and overall["ci_low"] <= overall["score"] <= overall["ci_high"]
     assert overall["ci_low"] == again["by_chatbot"][0]["ci_low"]  # same seed, same interval
     assert all(r["ci_low"] is not None for r in first["by_chatbot_dimension"])
+
+
+def test_the_weighted_mean_interval_is_the_student_t_interval_when_weights_are_equal():
+    from stats.scorecard import mean_interval, weighted_mean_interval
+
+    values = [0.5, 0.75, 0.6, 0.9, 0.4, 0.8]
+    assert weighted_mean_interval(values, [3.0] * 6)[:2] == pytest.approx(mean_interval(values)[:2], abs=1e-12)
+
+
+def test_the_weighted_mean_interval_follows_the_linearised_hajek_variance():
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from stats.scorecard import weighted_mean_interval
+
+    x, w = [0.2, 0.9, 0.5, 0.7], [1.0, 4.0, 2.0, 2.0]
+    mean = sum(a * b for a, b in zip(x, w, strict=True)) / sum(w)
+    se = math.sqrt(4 / 3 * sum(b * b * (a - mean) ** 2 for a, b in zip(x, w, strict=True)) / sum(w) ** 2)
+    half = scipy_stats.t.ppf(0.975, 3) * se
+    low, high, note = weighted_mean_interval(x, w)
+    assert note is None and low == pytest.approx(mean - half) and high == pytest.approx(mean + half)
+    assert weighted_mean_interval([0.5], [2.0])[:2] == (None, None)
