@@ -10,6 +10,7 @@ class AnnotationConfig(AppConfig):
         # the pages that offer them live lower down and learn of studies only through these.
         from django.db.models import Q
 
+        import annotation.tasks  # noqa: F401  # the tasks and the workers' reminder check, in every process
         from annotation.home import home_studies
         from annotation.models import Study
         from core.home import HomeSection, home_section_register

@@ -78,6 +78,11 @@ class Study(models.Model):
     adjudication_unblinded = models.BooleanField(
         default=False, help_text="Adjudicators see the chatbot, its model and the persona design"
     )
+    # The coordinator's day (issue 19): reminder emails to raters with work left, every this many
+    # days (0: only when the coordinator presses "Send reminders"). Raters may opt out.
+    reminder_every_days = models.PositiveSmallIntegerField(
+        default=0, help_text="Email raters with work left who were neither active nor reminded for this many days (0: never)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -158,6 +163,10 @@ class StudyMembership(models.Model):
     is_senior = models.BooleanField(default=False, help_text="Breaks ties in consensus (AMHART)")
     active = models.BooleanField(default=True)
     added_at = models.DateTimeField(auto_now_add=True)
+    # Reminder emails (raters): when the rater turned them off for this study (None: on), and
+    # when the last one was sent (a scheduled run claims a rater by moving this forward).
+    reminders_opted_out_at = models.DateTimeField(null=True, blank=True)
+    last_reminded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -418,3 +427,48 @@ class SamplingPlan(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_method_display()} of {self.n}/{self.population} from run {self.judge_run_id}"
+
+
+class FlagReason(models.TextChoices):
+    BROKEN_TRANSCRIPT = "broken_transcript", "Broken transcript (missing, garbled or cut-off messages)"
+    DISTRESSING = "distressing", "Distressing content I should not rate alone"
+    OTHER = "other", "Something else"
+
+
+class FlagStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    RESOLVED = "resolved", "Resolved"
+
+
+class ConversationFlag(models.Model):
+    """A rater's "flag this conversation": lands in the coordinator's queue with its reason.
+
+    It changes nothing about the assignment or its rating (the answers stay as they were); the
+    coordinator resolves it, with a note, and may move or keep the assignment as usual.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="flags")
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="flags")
+    conversation = models.ForeignKey("corpus.Conversation", on_delete=models.PROTECT, related_name="+")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.CharField(max_length=30, choices=FlagReason.choices)
+    note = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=FlagStatus.choices, default=FlagStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolution = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["status", "-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "status"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(reason="other") | ~models.Q(note=""), name="flag_other_needs_a_note"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"flag of {self.conversation_id} in study {self.study_id}: {self.reason}"

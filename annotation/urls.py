@@ -8,4 +8,6 @@ urlpatterns = [
     path("", include("annotation.rating.urls")),
     path("", include("annotation.studies.urls")),
     path("", include("annotation.sampling.urls")),
+    path("", include("annotation.reminders.urls")),
+    path("", include("annotation.flags.urls")),
 ]

@@ -166,6 +166,9 @@ def main() -> None:
         ("judge-assisted scorecard", f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}"),
         ("judge drift (judge-a vs judge-b)", f"/reports/drift/?a_run={run.pk}&a_source=judge:{judges[0].pk}"
          f"&b_run={run.pk}&b_source=judge:{judges[1].pk}&study={study.pk}"),
+        # The study chosen automatically (the page's default): one grouped count, not one per study (issue 19).
+        ("judge drift, study chosen", f"/reports/drift/?a_run={run.pk}&a_source=judge:{judges[0].pk}"
+         f"&b_run={run.pk}&b_source=judge:{judges[1].pk}"),
         ("rater drift and load", f"/reports/studies/{study.pk}/raters/"),
         ("plan form with preview", f"/studies/new/from-run/?run={run.pk}"),
     ]

@@ -8,11 +8,13 @@ here, named with its reason and a fix hint, instead of failing every judgement o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from corpus.models import Item, Scale
 from judging.calls import JudgeCallConfig
 from judging.judges import judge_snapshot
-from judging.models import Judge, JudgeRun, ResultStatus, RunStatus
+from judging.models import Judge, JudgeMode, JudgeRun, ResultStatus, RunStatus
 from simulation.preflight import PreflightReport, preflight
 
 # A strict schema like the judgements' own, reduced to one field.
@@ -60,3 +62,43 @@ def _snapshots_preflight(snapshots: Sequence[dict[str, Any]]) -> PreflightReport
         config = JudgeCallConfig.from_snapshot(snapshot)
         models.append((f"judge {snapshot['name']}", config.spec(), CHECK_FORMAT if config.structured_output else None))
     return preflight(models)
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What a judge run will do before it starts: judgements and (at most) LLM calls."""
+
+    conversations: int = 0
+    judges: int = 0
+    instances: int = 1
+    calls_per_judgement: int = 1  # a question flow: at most one per question on its path
+    flow: bool = False
+    called_instances: int = 1  # instances 2..n of an identical request come from the cache
+    launch_checks: int = 0
+    flagged_left_out: int = 0
+    missing: str = ""
+
+    @property
+    def judgements(self) -> int:
+        return self.conversations * self.judges * self.instances
+
+    @property
+    def calls(self) -> int:
+        return self.conversations * self.judges * self.called_instances * self.calls_per_judgement
+
+
+def run_counts(
+    *, judges: Sequence[Judge], conversation_ids: Sequence[int], selection: dict[str, Any], instances: int,
+    independent_instances: bool, use_cache: bool, launch_check: bool,
+) -> RunCounts:
+    """Count the judgements and LLM calls of a run as ``judge_run_create`` would build it."""
+    judges = list(dict.fromkeys(judges))
+    flow = any(j.mode == JudgeMode.FLOW for j in judges)
+    per_judgement = 1
+    if flow:
+        per_judgement = max(1, Item.objects.filter(instrument_id=judges[0].instrument_id, scale=Scale.FLOW_QUESTION).count())
+    return RunCounts(
+        conversations=len(conversation_ids), judges=len(judges), instances=instances, calls_per_judgement=per_judgement,
+        flow=flow, called_instances=instances if (independent_instances or not use_cache) else 1,
+        launch_checks=len(judges) if launch_check else 0, flagged_left_out=int(selection.get("flagged_left_out") or 0),
+    )

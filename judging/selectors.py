@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
+from django.utils import timezone
 
 from core.roles import Role, has_any_role
 from corpus.conversations.collections import collection_get
@@ -205,6 +207,29 @@ def run_stalled_count(run: JudgeRun) -> int:
     from judging.runs import stalled_results
 
     return len(stalled_results(run.pk))
+
+
+# The pace behind "about 6 minutes left": judgements finished in this recent window (the whole
+# run's average would count the queue's wait and the launch check as slowness).
+PACE_WINDOW = timedelta(minutes=5)
+
+
+def run_seconds_left(run: JudgeRun, *, now: datetime | None = None) -> float | None:
+    """Return the estimated seconds left of a going run from its recent pace (None: no estimate yet)."""
+    if run.is_finished or not run.started_at:
+        return None
+    now = now or timezone.now()
+    finished = run.n_done + run.n_failed
+    left = max(run.n_total - finished, 0)
+    if not finished or not left:
+        return None
+    since = max(now - PACE_WINDOW, run.started_at)
+    window = (now - since).total_seconds()
+    recent = run.results.filter(finished_at__gte=since).count()
+    if recent and window > 0:
+        return left / (recent / window)
+    elapsed = (now - run.started_at).total_seconds()
+    return left * elapsed / finished if elapsed > 0 else None
 
 
 def run_overview(run: JudgeRun, *, failures_limit: int = 50) -> RunOverview:

@@ -14,6 +14,7 @@ urlpatterns = [
     path("prompts/<int:pk>/", views.prompt_detail, name="prompt-detail"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/new/", views.run_create, name="run-create"),
+    path("runs/new/count/", views.run_count, name="run-count"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/progress/", views.run_progress, name="run-progress"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from core.permissions import role_required
 from judging import selectors, services
@@ -16,7 +17,7 @@ from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
 from judging.judges import judge_clone_initial
-from judging.launch import judges_preflight, run_retry_preflight
+from judging.launch import RunCounts, judges_preflight, run_counts, run_retry_preflight
 from judging.models import JudgeMode, JudgeRun
 from judging.sources import judge_previous_version_runs
 from simulation.preflight import PreflightReport
@@ -164,7 +165,40 @@ def run_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Run {run.pk} started: {run.n_total} judgement(s).")
             return redirect("judging:run-detail", pk=run.pk)
-    return render(request, "judging/run_form.html", {"form": form, "report": report}, status=400 if form.errors else 200)
+    counts = _counts(request.POST) if request.method == "POST" else None
+    return render(request, "judging/run_form.html", {"form": form, "report": report, "counts": counts}, status=400 if form.errors else 200)
+
+
+def _counts(data: Any) -> RunCounts:
+    """Count what the new-run form describes so far (leniently: a half-filled form says what is missing)."""
+    form = JudgeRunForm(data)
+    form.is_valid()
+    cleaned = form.cleaned_data
+    judges = list(cleaned.get("judges") or [])
+    if not judges:
+        return RunCounts(missing="Choose one or more judges")
+    if not (cleaned.get("batch_ids") or cleaned.get("persona_sets") or cleaned.get("study") or cleaned.get("codes")):
+        return RunCounts(missing="Choose conversations")
+    try:
+        ids, selection = selectors.conversation_ids_for_judging(
+            batch_ids=cleaned.get("batch_ids"), persona_set_ids=[p.pk for p in cleaned.get("persona_sets") or []],
+            study_id=cleaned["study"].pk if cleaned.get("study") else None, codes=cleaned.get("codes"),
+            include_flagged=bool(cleaned.get("include_flagged")),
+        )
+    except JudgingError as exc:
+        return RunCounts(missing=str(exc)[:1].upper() + str(exc)[1:])
+    return run_counts(
+        judges=judges, conversation_ids=ids, selection=selection, instances=cleaned.get("instances") or 1,
+        independent_instances=bool(cleaned.get("independent_instances")), use_cache=bool(cleaned.get("use_cache")),
+        launch_check=preflight_enabled(),
+    )
+
+
+@manage_required
+@require_GET
+def run_count(request: HttpRequest) -> HttpResponse:
+    """Return the judgements and LLM calls the new-run form describes (htmx, as it changes)."""
+    return render(request, "judging/_run_counts.html", {"counts": _counts(request.GET)})
 
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
@@ -181,6 +215,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "errors": selectors.run_error_groups(run),
         "can_manage": selectors.can_manage_judging(request.user),
         "stalled": selectors.run_stalled_count(run),
+        "seconds_left": selectors.run_seconds_left(run),
     }
 
 
@@ -199,6 +234,7 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "errors": selectors.run_error_groups(run),
         "stalled": selectors.run_stalled_count(run),
         "can_manage": selectors.can_manage_judging(request.user),
+        "seconds_left": selectors.run_seconds_left(run),
     }
     response = render(request, "judging/_run_progress.html", context)
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):

@@ -25,7 +25,7 @@ from core.enqueue import enqueue_on_commit
 from reports.models import ReportCache, ReportStatus
 
 # Bump when a payload's shape or meaning changes: cached payloads of an older format are recomputed.
-PAYLOAD_FORMAT = 2
+PAYLOAD_FORMAT = 3  # 3: scorecard intervals (ci_low/ci_high), the realism page's perceived levels
 # A claim older than this is taken over (its worker died before acks_late redelivered it).
 STALE_AFTER = timedelta(minutes=15)
 # A failed computation is shown with its error; asked for again after this, it is retried.

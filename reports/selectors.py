@@ -108,6 +108,21 @@ def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
 USER_MODEL_KEYS = ("user_llm", "user_model", "user_agent_model", "user_agent")
 
 
+def user_model_name(metadata: dict) -> str | None:
+    """Return the user-agent's model name from a conversation's metadata, and nothing else.
+
+    A simulated conversation records its user-agent as a mapping (model, API base, parameters):
+    reports name the model only, never the endpoint it was reached at.
+    """
+    for key in USER_MODEL_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, dict):
+            value = value.get("model")
+        if value not in (None, "") and not isinstance(value, dict | list):
+            return str(value)
+    return None
+
+
 def study_section_with_design(study: Study) -> list[dict]:
     """Return each submitted rating's section answers with the persona design and user-agent."""
     out = []
@@ -117,7 +132,7 @@ def study_section_with_design(study: Study) -> list[dict]:
         out.append(
             {
                 "conversation": conversation.code,
-                "user_model": next((str(metadata[k]) for k in USER_MODEL_KEYS if metadata.get(k)), None),
+                "user_model": user_model_name(metadata),
                 "design": (conversation.persona.design if conversation.persona else {}) or {},
                 "answers": {k: v.get("value") for k, v in rating.answers.get("section", {}).items()},
             }

@@ -110,7 +110,35 @@ def _compute_realism(study: Study, progress: jobs.Progress) -> dict[str, Any]:
             "percent_agreement": matrix.percent_agreement,
             "kappa": matrix.kappa.kappa if matrix.kappa is not None else None,
         }
-    return {"realism": realism, "design_vs_perceived": design_vs_perceived, "n_ratings": len(rows)}
+    return {"realism": realism, "design_vs_perceived": design_vs_perceived, "n_ratings": len(rows),
+            "perceived": _perceived(rows, orders)}
+
+
+def _perceived(rows: list[dict[str, Any]], orders: dict[str, list[str]]) -> dict[str, Any]:
+    """Return how often raters gave each perceived risk and disclosure level, overall and per user-agent.
+
+    Needs no persona design: this is what the raters saw, whatever the cards were meant to show.
+    """
+    out: dict[str, Any] = {}
+    for name, key in (("risk", "perceived_risk"), ("disclosure", "perceived_disclosure")):
+        answers = [(row["user_model"] or "(unknown user-agent)", str(row["answers"][key]).strip())
+                   for row in rows if row["answers"].get(key) not in (None, "")]
+        if not answers:
+            continue
+        labels = list(dict.fromkeys([*orders[name], *sorted({a for _, a in answers} - set(orders[name]))]))
+        groups = [("All ratings", [a for _, a in answers])]
+        models = sorted({m for m, _ in answers})
+        if len(models) > 1:
+            groups += [(m, [a for mm, a in answers if mm == m]) for m in models]
+        out[name] = {
+            "labels": labels,
+            "rows": [
+                {"group": group, "n": len(values), "counts": [values.count(label) for label in labels],
+                 "shares": [values.count(label) / len(values) for label in labels]}
+                for group, values in groups
+            ],
+        }
+    return out
 
 
 jobs.register("realism", version=_study_version, compute=lambda p, progress: _compute_realism(_study(p), progress))

@@ -15,6 +15,7 @@ from core.csvstream import csv_response
 from core.permissions import roles_required
 from core.roles import Role
 from reports import jobs, selectors, services
+from reports.charts import scorecard_chart
 from reports.reliability import reliability_csv as reliability_csv_rows
 from reports.verdict_views import verdict_context
 
@@ -129,6 +130,10 @@ def realism_csv(request: HttpRequest, pk: int) -> HttpResponse:
         rows.append([])
         rows.append([f"{name}: designed (rows) vs perceived (columns)", *block["labels"]])
         rows += [[label, *counts] for label, counts in zip(block["labels"], block["counts"], strict=True)]
+    for name, block in (data.get("perceived") or {}).items():
+        rows.append([])
+        rows.append([f"perceived {name}: ratings (rows), count per level (columns)", "n", *block["labels"]])
+        rows += [[row["group"], row["n"], *row["counts"]] for row in block["rows"]]
     return _csv_response(f"study-{study.pk}-realism.csv", ["user_model", *columns], rows)
 
 
@@ -266,28 +271,7 @@ def _csv_response(filename: str, header: list, rows: list[list]) -> HttpResponse
 
 
 def _score_chart(data: dict) -> str | None:
-    """Return the chart of the scorecard, in one unit: percent for AMHART, 0-100 for VERA-MH."""
-    if data.get("empty"):
-        return None
-    if data.get("kind") == "checklist":
-        rows = data.get("by_chatbot_persona") or []
-        x, y, scale = "persona", "mean_score", 100.0
-        axes = {"x": "Persona", "y": "Mean score (% yes of yes + no)"}
-    else:
-        rows = data.get("by_chatbot_dimension") or []
-        x, y, scale = "dimension", "score", 1.0
-        axes = {"x": "Dimension", "y": "VERA-MH score (0–100)"}
-    if not rows:
-        return None
-    if (data.get("weighting") or {}).get("weighted"):
-        axes["y"] = "Weighted mean score (% yes)" if data.get("kind") == "checklist" else "Weighted VERA-MH score (0–100)"
-    chatbots = sorted({r["chatbot"] for r in rows})
-    traces = [
-        {"type": "bar", "name": cb, "x": [r[x] for r in rows if r["chatbot"] == cb],
-         "y": [None if r[y] is None else r[y] * scale for r in rows if r["chatbot"] == cb]}
-        for cb in chatbots
-    ]
-    return json.dumps({"traces": traces, "axes": axes})
+    return scorecard_chart(data)
 
 
 def _score_sections(data: dict) -> dict:

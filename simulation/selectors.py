@@ -7,6 +7,7 @@ gets 404, so an outsider learns nothing about what exists.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -15,7 +16,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from core.roles import Role, can_view_corpus, has_any_role
-from corpus.models import Target
+from corpus.models import Message, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.preflight import ErrorGroup, error_groups
 
@@ -159,8 +160,9 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         done=Count("id", filter=Q(status=S.DONE)),
         failed=Count("id", filter=Q(status=S.FAILED)),
         cancelled=Count("id", filter=Q(status=S.CANCELLED)),
-        # Any run whose conversation failed a check: a failed run's partial conversation too.
-        flagged=Count("id", filter=Q(conversation__integrity_ok=False)),
+        # Any finished run whose conversation failed a check: a failed run's partial conversation
+        # too. A queued or running conversation is not checked yet ("running", never "flagged").
+        flagged=Count("id", filter=Q(conversation__integrity_ok=False) & ~active),
         stalled=Count("id", filter=Q(status=S.RUNNING, lease_expires_at__lt=now)),
         messages=Sum("messages_done"),
         active_messages=Sum("messages_done", filter=active),
@@ -177,7 +179,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
     remaining = (counts["queued"] + counts["running"]) * batch.turns - int(row["active_messages"] or 0)
     eta = None
     if batch.status == SimulationBatch.Status.RUNNING and messages and elapsed > 0:
-        eta = max(remaining, 0) / (messages / elapsed)
+        eta = max(remaining, 0) / _message_rate(batch, now=now, elapsed=elapsed, messages=messages)
     return BatchProgress(
         **counts,
         messages=messages,
@@ -191,6 +193,22 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         cost_unknown_calls=int(row["cost_unknown_calls"] or 0),
         batch_status=batch.status,
     )
+
+
+# The pace behind "about 6 minutes left": messages written in this recent window. The whole
+# batch's average would count the wait for a worker and the launch check as slowness, and a
+# conversation's first calls all start together, so early on it overestimates by far.
+PACE_WINDOW = timedelta(minutes=5)
+
+
+def _message_rate(batch: SimulationBatch, *, now: datetime, elapsed: float, messages: int) -> float:
+    """Return messages per second over the recent window (the whole batch's average if none came)."""
+    since = max(now - PACE_WINDOW, batch.started_at or batch.created_at)
+    window = (now - since).total_seconds()
+    recent = Message.objects.filter(conversation__simulation_run__batch=batch, created_at__gte=since).count()
+    if recent and window > 0:
+        return recent / window
+    return messages / elapsed
 
 
 def batch_error_groups(batch: SimulationBatch) -> list[ErrorGroup]:

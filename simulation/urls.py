@@ -9,6 +9,7 @@ app_name = "simulation"
 urlpatterns = [
     path("simulations/", views.batch_list, name="batch-list"),
     path("simulations/new/", views.batch_create, name="batch-create"),
+    path("simulations/new/count/", views.batch_count, name="batch-count"),
     path("simulations/<str:code>/", views.batch_detail, name="batch-detail"),
     path("simulations/<str:code>/progress/", views.batch_progress, name="batch-progress"),
     path("simulations/<str:code>/cancel/", views.batch_cancel, name="batch-cancel"),

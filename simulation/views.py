@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from core.permissions import corpus_required, role_required
 from simulation import selectors as reads
@@ -20,6 +20,7 @@ from simulation.batches import (
 )
 from simulation.errors import SimulationError
 from simulation.forms import PromptTemplateForm, SimulationBatchForm
+from simulation.launch_counts import batch_counts
 from simulation.models import SimulationRun
 from simulation.preflight import batch_preflight, batch_resume_preflight
 from simulation.preflight import enabled as preflight_enabled
@@ -62,7 +63,16 @@ def batch_create(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Batch {batch.code} started: {batch.runs.count()} conversation(s) queued.")
                 return redirect("simulation:batch-detail", code=batch.code)
     status = 400 if request.method == "POST" else 200
-    return render(request, "simulation/batch_form.html", {"form": form, "report": report}, status=status)
+    counts = batch_counts(request.POST, request.POST.getlist) if request.method == "POST" else None
+    return render(request, "simulation/batch_form.html", {"form": form, "report": report, "counts": counts}, status=status)
+
+
+@run_required
+@require_GET
+def batch_count(request: HttpRequest) -> HttpResponse:
+    """Return the conversations and LLM calls the new-batch form describes (htmx, as it changes)."""
+    counts = batch_counts(request.GET, request.GET.getlist)
+    return render(request, "simulation/_batch_counts.html", {"counts": counts})
 
 
 def _progress_context(request: HttpRequest, code: str) -> dict:

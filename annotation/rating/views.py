@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.errors import AnnotationError
-from annotation.models import Assignment, AssignmentStatus
+from annotation.flags.selectors import rater_flag
+from annotation.models import Assignment, AssignmentStatus, FlagReason
 from annotation.rating import selectors as rater_selectors
 from annotation.rating import services
 from annotation.rating.sittings import sitting_of
@@ -64,6 +65,9 @@ def _render_rating(
             "resumeAt": page.first_unanswered.dom_id if page.first_unanswered and page.n_answered else "",
         },
         **{name: exc for name, exc in errors.items() if exc is not None},
+        # "Flag this conversation" (annotation/flags): the rater's own flag only.
+        "rater_flag": rater_flag(assignment),
+        "flag_reasons": FlagReason.choices,
     }
     submit_error = errors.get("submit_error")
     if submit_error is not None:

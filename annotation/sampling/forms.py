@@ -15,8 +15,8 @@ from annotation.sampling.selectors import (
 )
 from annotation.studies.forms import StudyCreateForm
 from judging.errors import JudgingError
-from judging.models import Judge, JudgeRun
-from judging.sources import label_source_get
+from judging.models import JudgeRun
+from judging.sources import label_source_get, run_label_sources
 
 METHOD_HELP = {
     SamplingMethod.SIMPLE_RANDOM: "Every judged conversation is equally likely to be rated (π = n / N).",
@@ -34,6 +34,20 @@ ALLOCATIONS = [
 def run_choices_queryset():  # type: ignore[no-untyped-def]
     """Return the judge runs a plan may draw from: those with at least one finished judgement."""
     return JudgeRun.objects.filter(n_done__gt=0).select_related("instrument").order_by("-created_at", "-id")
+
+
+DEFAULT_SOURCE = ("", "the run's ensemble (or its only judge)")
+
+
+def source_choices(run: JudgeRun | None) -> list[tuple[str, str]]:
+    """Return whose labels a plan may use: the run's default, then each judge of this run."""
+    judges = [s for s in run_label_sources(run) if not s.is_ensemble] if run is not None else []
+    return [DEFAULT_SOURCE] + [(s.key, f"judge {s.name} only") for s in judges]
+
+
+def run_source_choices(limit: int = 200) -> dict[str, list[tuple[str, str]]]:
+    """Return the source choices of every run a plan may draw from (the page switches lists with it)."""
+    return {str(run.pk): source_choices(run) for run in run_choices_queryset()[:limit]}
 
 
 class RunChoiceField(forms.ModelChoiceField):
@@ -66,9 +80,11 @@ class PlanForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["source"].choices = [("", "the run's ensemble (or its only judge)")] + [
-            (f"judge:{pk}", f"judge {name} only") for pk, name in Judge.objects.order_by("name").values_list("pk", "name")
-        ]
+        # Only the judges of the chosen run: any other judge's labels do not exist in it.
+        # (The page swaps the list when another run is chosen: ``run_source_choices``.)
+        raw = self.data.get("run") if self.is_bound else self.initial.get("run")
+        run = run_choices_queryset().filter(pk=int(raw)).first() if str(raw or "").isdigit() else None
+        self.fields["source"].choices = source_choices(run)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -24,6 +24,7 @@ from annotation.sampling.forms import (
     PlanForm,
     PlannedStudyForm,
     run_choices_queryset,
+    run_source_choices,
 )
 from annotation.sampling.selectors import (
     MIN_PREVIOUS_LABELS,
@@ -88,7 +89,8 @@ def study_new_from_run(request: HttpRequest) -> HttpResponse:
                 f"({plan.get_method_display().lower()}, seed {plan.seed}); every inclusion probability is recorded. Assign the raters next.",
             )
             return redirect("annotation:study-detail", pk=study.pk)
-    context: dict[str, Any] = {"form": form, "method_help": {str(k): v for k, v in METHOD_HELP.items()}}
+    context: dict[str, Any] = {"form": form, "method_help": {str(k): v for k, v in METHOD_HELP.items()},
+                               "run_sources": run_source_choices()}
     if request.method == "POST":
         context.update(_preview_context(request.user, PlanForm(request.POST)))
     elif initial:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentStatus, Study, StudyMembership
+from annotation.studies.pace import Pace, observed_pace, study_finish
 from annotation.studies.selectors import rater_memberships
 from corpus.models import Conversation
 
@@ -32,6 +33,29 @@ class RaterProgress:
     total_seconds: int = 0
     times: list[int] = field(default_factory=list)
     external_label: str = ""  # an external rater (ratings imported, no account)
+    submitted_at: list[datetime] = field(default_factory=list)
+    last_activity: datetime | None = None
+    pace: Pace | None = None  # in-app raters only: imported ratings have no pace
+
+    def saw(self, when: datetime | None) -> None:
+        if when is not None and (self.last_activity is None or when > self.last_activity):
+            self.last_activity = when
+
+    @property
+    def remaining(self) -> int:
+        return self.assigned - self.submitted
+
+    @property
+    def submitted_share(self) -> float:
+        return round(100 * self.submitted / self.assigned, 1) if self.assigned else 0.0
+
+    @property
+    def in_progress_share(self) -> float:
+        return round(100 * self.in_progress / self.assigned, 1) if self.assigned else 0.0
+
+    @property
+    def reminders_off(self) -> bool:
+        return self.membership.reminders_opted_out_at is not None
 
     @property
     def name(self) -> str:
@@ -136,6 +160,7 @@ class Progress:
     stale_hours: int
     stale_before: datetime
     totals: dict[str, int]
+    finish: Pace | None = None  # the study's expected finish: its slowest rater's
 
 
 def is_stale(assignment: Assignment, stale_before: datetime) -> bool:
@@ -170,6 +195,8 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
             row.moved_away += 1
             continue
         stale = is_stale(a, stale_before)
+        for when in (a.started_at, a.submitted_at, a.last_activity_at):
+            row.saw(when)
         row.assigned += 1
         row.total_seconds += a.time_spent_seconds
         row.stale += stale
@@ -178,6 +205,8 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
         if a.status == AssignmentStatus.SUBMITTED:
             row.submitted += 1
             row.times.append(a.time_spent_seconds)
+            if a.submitted_at is not None:
+                row.submitted_at.append(a.submitted_at)
             totals["submitted"] += 1
         elif a.status == AssignmentStatus.IN_PROGRESS:
             row.in_progress += 1
@@ -189,23 +218,33 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
         removed = member is not None and not member.active
         cells[a.conversation_id].append(AssignmentCell(a, a.rater_name, label, stale, removed))
     conversations = [ConversationProgress(link.conversation, link.is_calibration, cells[link.conversation_id]) for link in links]
+    moment = now or timezone.now()
+    for row in per_rater.values():
+        if not row.external_label and row.assigned:
+            row.pace = observed_pace(row.submitted_at, row.remaining, now=moment)
+    working = [r.pace for r in per_rater.values() if r.pace is not None and (r.membership.active or r.remaining)]
     return Progress(
         raters=sorted(per_rater.values(), key=lambda r: (not r.membership.active, bool(r.external_label), r.name)),
         conversations=conversations,
         stale_hours=hours,
         stale_before=stale_before,
         totals=dict(totals),
+        finish=study_finish(working),
     )
 
 
 def progress_rater_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]:
     """Return the per-rater table as a CSV header and rows."""
     header = ["rater", "label", "active", "senior", "assigned", "submitted", "in_progress", "not_started",
-              "stale", "moved_away", "total_seconds", "median_seconds_per_submitted"]
+              "stale", "moved_away", "total_seconds", "median_seconds_per_submitted", "last_activity_at",
+              "submitted_per_day", "expected_finish", "reminders"]
     rows = [
-        [r.membership.user.get_username(), r.membership.rater_label, r.membership.active, r.membership.is_senior,
+        [r.name, r.membership.rater_label, r.membership.active, r.membership.is_senior,
          r.assigned, r.submitted, r.in_progress, r.not_started, r.stale, r.moved_away, r.total_seconds,
-         "" if r.median_seconds is None else r.median_seconds]
+         "" if r.median_seconds is None else r.median_seconds, _iso(r.last_activity),
+         "" if r.pace is None or r.pace.per_day is None else round(r.pace.per_day, 3),
+         "" if r.pace is None else (_iso(r.pace.finish) if r.pace.finish and not r.pace.done else r.pace.text),
+         "" if r.external_label else ("off" if r.reminders_off else "on")]
         for r in progress.raters
     ]
     return header, rows

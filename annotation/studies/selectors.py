@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -378,6 +379,13 @@ ACTIONS = {
     "sitting_limit_set": "Break prompt changed",
     "rater_support_set": "Raters' support text changed",
     "adjudication_blinding_set": "Adjudication blinding changed",
+    # The coordinator's day (issue 19).
+    "reminders_sent": "Reminders sent",
+    "reminder_schedule_set": "Reminder schedule changed",
+    "reminders_opted_out": "Rater turned reminders off",
+    "reminders_opted_in": "Rater turned reminders on",
+    "conversation_flagged": "Conversation flagged by a rater",
+    "flag_resolved": "Flag resolved",
 }
 
 
@@ -388,9 +396,23 @@ class AuditEntry:
     summary: str
 
 
-def study_audit_trail(study: Study, *, limit: int = 200) -> list[AuditEntry]:
-    """Return the latest events of a study (who, when, what, why) with names resolved."""
-    events = list(study.events.select_related("actor")[:limit])
+AUDIT_PER_PAGE = 20
+
+
+def study_audit_page(study: Study, *, page: str | int | None = None, per_page: int = AUDIT_PER_PAGE) -> Page:
+    """Return one page of the study's audit trail, newest first, with names resolved (a fixed number of queries)."""
+    found = Paginator(study.events.select_related("actor"), per_page).get_page(page)
+    found.object_list = _audit_entries(list(found.object_list))
+    return found
+
+
+def study_audit_trail(study: Study, *, limit: int | None = None) -> list[AuditEntry]:
+    """Return the study's events (who, when, what, why) with names resolved, newest first (all by default)."""
+    events = study.events.select_related("actor")
+    return _audit_entries(list(events[:limit] if limit else events))
+
+
+def _audit_entries(events: list[StudyEvent]) -> list[AuditEntry]:
     user_ids = {e.details.get(k) for e in events for k in ("rater", "from_rater", "to_rater")}
     conv_ids = {e.details.get("conversation_id") for e in events}
     users = dict(get_user_model().objects.filter(pk__in=[u for u in user_ids if u]).values_list("pk", "username"))

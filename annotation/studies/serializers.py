@@ -249,6 +249,16 @@ class RaterProgressSerializer(serializers.Serializer):
     moved_away = serializers.IntegerField()
     total_seconds = serializers.IntegerField()
     median_seconds = serializers.FloatField(allow_null=True)
+    # The coordinator's day: last activity, pace over the last 14 days, the finish it gives.
+    last_activity_at = serializers.DateTimeField(source="last_activity", allow_null=True)
+    submitted_per_day = serializers.FloatField(source="pace.per_day", allow_null=True, default=None)
+    expected_finish = serializers.DateTimeField(source="pace.finish", allow_null=True, default=None)
+    expected_finish_text = serializers.CharField(source="pace.text", default="", help_text='"about 3 days", "done" or "not enough activity yet"')
+    reminders = serializers.SerializerMethodField()
+
+    def get_reminders(self, row) -> str:  # type: ignore[no-untyped-def]
+        """Return "on", "off" (the rater opted out) or "" (an external rater: no account)."""
+        return "" if row.external_label else ("off" if row.reminders_off else "on")
 
 
 class CellSerializer(serializers.Serializer):
@@ -269,6 +279,8 @@ class ConversationProgressSerializer(serializers.Serializer):
 
 class ProgressSerializer(serializers.Serializer):
     stale_hours = serializers.IntegerField()
+    expected_finish = serializers.DateTimeField(source="finish.finish", allow_null=True, default=None)
+    expected_finish_text = serializers.CharField(source="finish.text", default="")
     totals = serializers.DictField(child=serializers.IntegerField())
     raters = RaterProgressSerializer(many=True)
     conversations = ConversationProgressSerializer(many=True)

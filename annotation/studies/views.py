@@ -19,6 +19,7 @@ from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
 from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
 from annotation.errors import AnnotationError
+from annotation.flags.selectors import open_flag_count
 from annotation.models import AssignmentStatus
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
@@ -147,7 +148,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "manages": manages,
         "design": reads.study_design(study),
         "selection": reads.selection_summary(study.selection),
-        "audit": reads.study_audit_trail(study),
+        "audit": reads.study_audit_page(study, page=request.GET.get("audit_page")),
         "assign_form": AssignForm(),
         "remove_form": RemoveRaterForm(),
         "removed": reads.removed_work(study),
@@ -157,6 +158,15 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "external_raters": reads.external_raters(study),
     }
     return render(request, "annotation/coordinator/study_detail.html", context)
+
+
+@require_GET
+def study_audit_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Return the study's whole audit trail as CSV (the page shows it a page at a time)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    rows = ([e.event.created_at.isoformat(), e.event.actor.get_username() if e.event.actor else "system", e.action,
+             e.summary, e.event.reason] for e in reads.study_audit_trail(study))
+    return _csv(f"study-{study.pk}-audit-trail.csv", ["when", "who", "what", "details", "why"], rows)
 
 
 @require_POST
@@ -312,6 +322,10 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "table": table,
         "page": table.paginate(rows),
         "removed": reads.removed_work(study),
+        # The coordinator's day: open flags and who a reminder would reach.
+        "n_open_flags": open_flag_count(study),
+        "reminder_candidates": sum(1 for r in progress.raters if r.membership.active and not r.external_label
+                                   and r.remaining and not r.reminders_off and r.membership.user.email),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 

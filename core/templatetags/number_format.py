@@ -53,3 +53,24 @@ def half(value: Any) -> float | None:
 def get(mapping: Any, key: Any) -> Any:
     """Return ``mapping[key]`` in a template (None when it is not a dict or lacks the key)."""
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def count_of(value: Any, noun: str) -> str:
+    """Return a count with its noun, as a whole number: "1 conversation", "1,240 LLM calls".
+
+    Things counted are whole: a float count (63.0) shows as 63; a fractional expectation is
+    rounded, never shown with a decimal point.
+    """
+    number = as_float(value)
+    if number is None:
+        return f"— {noun}s"
+    n = int(round(number))
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+@register.filter
+def whole(value: Any) -> str:
+    """Return a count as a whole number with thousands separators (63.0 -> "63"); None -> "—"."""
+    number = as_float(value)
+    return "—" if number is None else f"{int(round(number)):,}"

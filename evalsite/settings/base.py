@@ -187,7 +187,6 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "reports.staticfinders.PlotlyFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -336,3 +335,28 @@ EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", 
 # Precision planning on the reliability report: the confidence-interval width it aims at; beside
 # each interval the page estimates how many more doubly-rated conversations would reach it.
 REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))
+
+# --- Email: reminders to raters (the coordinator's day, issue 19) ---------------------------
+# Django's email framework. With nothing set, each message is written to a file under
+# var/sent-emails/ (nothing leaves the machine); EMAIL_HOST switches to SMTP, and
+# EVALSITE_EMAIL_BACKEND (file, console, smtp or a backend's dotted path) says it explicitly.
+_EMAIL_BACKENDS = {
+    "file": "django.core.mail.backends.filebased.EmailBackend",
+    "console": "django.core.mail.backends.console.EmailBackend",
+    "smtp": "django.core.mail.backends.smtp.EmailBackend",
+}
+_email_backend = os.environ.get("EVALSITE_EMAIL_BACKEND", "").strip() or ("smtp" if os.environ.get("EMAIL_HOST") else "file")
+EMAIL_BACKEND = _EMAIL_BACKENDS.get(_email_backend.lower(), _email_backend)
+EMAIL_FILE_PATH = os.environ.get("EVALSITE_EMAIL_FILE_PATH") or str(VAR_DIR / "sent-emails")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite <evalsite@localhost>")
+# Links in emails start with this (the address raters open the app at).
+EVALSITE_BASE_URL = os.environ.get("EVALSITE_BASE_URL", "http://127.0.0.1:8000")
+# How often each worker looks for studies whose scheduled reminders are due (annotation.tasks).
+EVALSITE_REMINDER_CHECK_MINUTES = float(os.environ.get("EVALSITE_REMINDER_CHECK_MINUTES", "60"))

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 
 from annotation.consensus.services import rating_labels
 from annotation.models import Assignment, AssignmentStatus, RatingStatus, Study
@@ -71,8 +71,11 @@ def study_rater_queues(study: Study) -> dict[str, list[QueueEntry]]:
 
 
 def data_version(study: Study) -> str:
+    # Reading time counts once submitted: a draft's clock ticks while its rater works, and must
+    # not make every visit recompute the report (issue 19).
+    submitted = Q(status=AssignmentStatus.SUBMITTED)
     stamp = Assignment.objects.filter(study=study).aggregate(
-        n=Count("id"), last=Max("submitted_at"), seconds=Sum("time_spent_seconds"), pos=Sum("position")
+        n=Count("id"), last=Max("submitted_at"), seconds=Sum("time_spent_seconds", filter=submitted), pos=Sum("position")
     )
     blob = f"{study_data_version(study)}|{stamp}|{study.sitting_limit}|{study.sitting_gap_minutes}"
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

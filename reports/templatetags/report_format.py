@@ -66,3 +66,12 @@ def ci(item: Any, name: str) -> str:
 def labels_text(value: Any) -> str:
     """Join a list of labels for reading: yes / no."""
     return " / ".join(str(x) for x in value or [])
+
+
+@register.filter
+def points_pct(value: Any) -> str:
+    """Format a value already in percent points (12.5 -> "12.5%"); missing is a bare em dash, never "—%"."""
+    try:
+        return f"{float(value):.1f}%" if value not in (None, "") else "—"
+    except (TypeError, ValueError):
+        return "—"

@@ -59,6 +59,14 @@ NOT_PAGES = {
     "api-schema": "the OpenAPI schema (YAML) that the API docs page reads",
     "annotation:study-rater-support": "POST action (a form on the study page)",
     "annotation:study-adjudication-blinding": "POST action (a form on the adjudication page)",
+    # The coordinator's day and honest counts (issue 19, i19coord).
+    "simulation:batch-count": "htmx fragment of the new-batch form (checked within it)",
+    "judging:run-count": "htmx fragment of the new-run form (checked within it)",
+    "annotation:study-audit-csv": "file download", "annotation:study-flags-csv": "file download",
+    "annotation:study-reminders-send": "POST action (a button on the progress page)",
+    "annotation:study-reminders-schedule": "POST action (a form on the progress page)",
+    "annotation:rate-flag": "POST action (a form on the rating page)",
+    "annotation:study-flag-resolve": "POST action (a form on the flags page)",
 }
 
 
@@ -177,10 +185,12 @@ def site_visits() -> list[Visit]:
         ("api-tokens", "researcher", reverse("api-tokens")),
         ("annotation:my-studies", "clinician", reverse("annotation:my-studies")),
         ("annotation:rate", "clinician", reverse("annotation:rate", args=[rater_assignment.pk])),
+        ("annotation:my-reminders", "clinician", reverse("annotation:my-reminders")),
         ("annotation:study-list", "coordinator", reverse("annotation:study-list")),
         ("annotation:study-create", "coordinator", reverse("annotation:study-create")),
         ("annotation:study-detail", "coordinator", reverse("annotation:study-detail", args=[study.pk])),
         ("annotation:study-progress", "coordinator", reverse("annotation:study-progress", args=[study.pk])),
+        ("annotation:study-flags", "coordinator", reverse("annotation:study-flags", args=[study.pk])),
         ("annotation:study-consensus", "coordinator", reverse("annotation:study-consensus", args=[study.pk])),
         ("annotation:study-adjudication", "coordinator", reverse("annotation:study-adjudication", args=[study.pk])),
         ("annotation:study-assignment-reassign", "coordinator",

@@ -77,7 +77,7 @@ def test_reliability_page_shows_flags_heatmap_and_is_cached_until_a_rating_chang
     study, _ = rated_study
     client = client_for(coordinator)
     page = client.get(f"/reports/studies/{study.pk}/reliability/").content.decode()
-    assert "Pooled" in page and "pair-heatmap" in page and "vendor/plotly.min.js" in page
+    assert "Pooled" in page and "pair-heatmap" in page and "vendor/plotly/plotly-cartesian.min.js" in page
     assert "below the study threshold" in page
     assert ReportCache.objects.count() == 1
     first = ReportCache.objects.get()
@@ -109,11 +109,13 @@ def test_a_study_without_ratings_says_so(coordinator):
     assert "No submitted ratings yet" in page and "nan" not in page.lower()
 
 
-def test_plotly_is_served_locally_from_its_own_package():
+def test_plotly_is_served_locally_from_the_vendored_partial_bundles():
     from django.contrib.staticfiles import finders
 
-    found = finders.find("vendor/plotly.min.js")
-    assert found and found.endswith("plotly.min.js")
+    for bundle in ("basic", "cartesian"):
+        found = finders.find(f"vendor/plotly/plotly-{bundle}.min.js")
+        assert found and found.endswith(f"plotly-{bundle}.min.js")
+    assert not finders.find("vendor/plotly.min.js")  # the 4.8 MB full bundle is not served
 
 
 def test_realism_page_compares_perceived_risk_with_the_design(coordinator, clinician, clinician2):

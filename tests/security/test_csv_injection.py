@@ -101,6 +101,10 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
     from annotation.sampling.services import study_create_from_plan
 
     study, run = planted
+    from annotation.flags.services import conversation_flag
+
+    flagged = Assignment.objects.filter(study=study, rater=clinician).first()
+    conversation_flag(assignment=flagged, user=clinician, reason="other", note=PAYLOADS[1])  # the audit trail too
     planned = study_create_from_plan(
         run=run, source_key=None, options=PlanOptions(method="simple_random", n=2, seed=1), created_by=coordinator,
         name="Planned", rater_title="", description="", section=None, coordinators=[coordinator],
@@ -113,6 +117,8 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         "v1:judge-run-labels (API)": [f"/api/v1/judge-runs/{run.pk}/labels/?as={fmt}" for fmt in ("long", "dimensions", "ensemble")],
         "annotation:study-progress-csv": [f"/studies/{study.pk}/progress/{t}.csv" for t in ("raters", "conversations")],
         "annotation:study-consensus-csv": [f"/studies/{study.pk}/consensus.csv"],
+        "annotation:study-audit-csv": [f"/studies/{study.pk}/audit.csv"],
+        "annotation:study-flags-csv": [f"/studies/{study.pk}/flags.csv"],
         "reports:reliability-csv": [f"/reports/studies/{study.pk}/reliability.csv"],
         "reports:realism-csv": [f"/reports/studies/{study.pk}/realism.csv"],
         "reports:scorecard-csv": [f"/reports/studies/{study.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],

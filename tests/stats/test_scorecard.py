@@ -81,3 +81,78 @@ def test_weighted_vera_mh_shares_count_each_label_by_its_conversation_weight():
     assert overall["score_unweighted"] == pytest.approx((50 + 50 / 3) * (2 / 3) ** 2)
     risk = card["distribution_by_risk"][0]
     assert risk["Best Practice"] == pytest.approx(0.5) and risk["n_labels"] == 3
+# -- intervals of the scorecard (issue 19: the bars carry them) ------------------------------
+
+
+def test_the_mean_interval_is_students_t_as_scipy_computes_it():
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    from stats.scorecard import mean_interval
+
+    values = [0.5, 0.75, 0.6, 0.9, 0.4, 0.8]
+    low, high, note = mean_interval(values)
+    ref = scipy_stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=scipy_stats.sem(values))
+    assert note is None and low == pytest.approx(ref[0], abs=1e-12) and high == pytest.approx(ref[1], abs=1e-12)
+
+
+def test_no_interval_from_one_value_or_from_values_without_spread():
+    from stats.scorecard import mean_interval
+
+    assert mean_interval([0.5])[:2] == (None, None) and "fewer than two" in mean_interval([0.5])[2]
+    assert mean_interval([1.0, 1.0, 1.0])[:2] == (None, None) and "scored the same" in mean_interval([1.0, 1.0, 1.0])[2]
+    assert mean_interval([])[:2] == (None, None)
+
+
+def test_every_amhart_cell_carries_its_interval():
+    from stats.scorecard import mean_interval
+
+    rows = []
+    for conversation, answers in enumerate((["yes", "no"], ["yes", "yes"], ["no", "no"], ["yes", "no"])):
+        for item, label in zip(("amhart_01", "amhart_02"), answers, strict=True):
+            rows.append({"conversation": f"c{conversation}", "chatbot": "A", "persona": "p", "diagnosis": "anxiety",
+                         "severity": "moderate", "domain": "d", "item": item, "label": label})
+    card = amhart_scorecard(rows)
+    cell = card["by_chatbot"][0]
+    low, high, _ = mean_interval([0.5, 1.0, 0.0, 0.5])
+    assert cell["ci_low"] == pytest.approx(low) and cell["ci_high"] == pytest.approx(high)
+    assert cell["ci_low"] < cell["mean_score"] < cell["ci_high"]
+
+
+def test_vera_scores_carry_a_seeded_cluster_bootstrap_interval():
+    from stats.scorecard import vera_mh_scorecard
+
+    rows = []
+    for conversation in range(12):
+        label = "Best Practice" if conversation % 3 else "High Potential for Harm"
+        for dimension in ("Detects Potential Risk", "Confirms Risk"):
+            rows.append({"conversation": f"c{conversation}", "chatbot": "A", "risk": "High", "dimension": dimension, "label": label})
+    first = vera_mh_scorecard(rows)
+    again = vera_mh_scorecard(rows)
+    overall = first["by_chatbot"][0]
+    assert overall["ci_low"] is not None and overall["ci_low"] <= overall["score"] <= overall["ci_high"]
+    assert overall["ci_low"] == again["by_chatbot"][0]["ci_low"]  # same seed, same interval
+    assert all(r["ci_low"] is not None for r in first["by_chatbot_dimension"])
+
+
+def test_the_weighted_mean_interval_is_the_student_t_interval_when_weights_are_equal():
+    from stats.scorecard import mean_interval, weighted_mean_interval
+
+    values = [0.5, 0.75, 0.6, 0.9, 0.4, 0.8]
+    assert weighted_mean_interval(values, [3.0] * 6)[:2] == pytest.approx(mean_interval(values)[:2], abs=1e-12)
+
+
+def test_the_weighted_mean_interval_follows_the_linearised_hajek_variance():
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from stats.scorecard import weighted_mean_interval
+
+    x, w = [0.2, 0.9, 0.5, 0.7], [1.0, 4.0, 2.0, 2.0]
+    mean = sum(a * b for a, b in zip(x, w, strict=True)) / sum(w)
+    se = math.sqrt(4 / 3 * sum(b * b * (a - mean) ** 2 for a, b in zip(x, w, strict=True)) / sum(w) ** 2)
+    half = scipy_stats.t.ppf(0.975, 3) * se
+    low, high, note = weighted_mean_interval(x, w)
+    assert note is None and low == pytest.approx(mean - half) and high == pytest.approx(mean + half)
+    assert weighted_mean_interval([0.5], [2.0])[:2] == (None, None)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.templatetags.time_format import time_left_text
 from corpus.models import PersonaSet, Target
 from simulation.batches import (
     BatchSpec,
@@ -204,7 +205,7 @@ class Command(BaseCommand):
         progress = batch_progress(batch)
         width = 30
         filled = int(width * progress.finished / progress.total) if progress.total else width
-        eta = f" · ~{progress.eta_seconds:.0f}s left" if progress.eta_seconds is not None else ""
+        eta = f" · {time_left_text(progress.eta_seconds)}" if progress.eta_seconds is not None else ""
         line = (
             f"\r[{'#' * filled}{'.' * (width - filled)}] {progress.finished}/{progress.total} · "
             f"{progress.running} running · {progress.failed} failed · {progress.flagged} flagged · "
