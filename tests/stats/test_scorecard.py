@@ -156,3 +156,31 @@ def test_the_weighted_mean_interval_follows_the_linearised_hajek_variance():
     low, high, note = weighted_mean_interval(x, w)
     assert note is None and low == pytest.approx(mean - half) and high == pytest.approx(mean + half)
     assert weighted_mean_interval([0.5], [2.0])[:2] == (None, None)
+
+
+def test_a_weighted_cell_carries_the_interval_of_its_weighted_mean():
+    from stats.scorecard import mean_interval, weighted_mean_interval
+
+    rows, weights = [], {}
+    for n, answers in enumerate((["yes", "no"], ["yes", "yes"], ["no", "no"], ["yes", "no"], ["no", "no"])):
+        for item, label in zip(("amhart_01", "amhart_02"), answers, strict=True):
+            rows.append({"conversation": f"c{n}", "chatbot": "A", "persona": "p", "diagnosis": "anxiety",
+                         "severity": "moderate", "domain": "d", "item": item, "label": label})
+        weights[f"c{n}"] = 1.0 + n
+    cell = amhart_scorecard(rows, weights=weights)["by_chatbot"][0]
+    scores, w = [0.5, 1.0, 0.0, 0.5, 0.0], [1.0, 2.0, 3.0, 4.0, 5.0]
+    low, high, _ = weighted_mean_interval(scores, w)
+    assert cell["ci_low"] == pytest.approx(low) and cell["ci_high"] == pytest.approx(high)
+    assert cell["ci_low_unweighted"] == pytest.approx(mean_interval(scores)[0])
+
+
+def test_a_weighted_vera_mh_interval_surrounds_the_weighted_score():
+    rows, weights = [], {}
+    for n in range(12):
+        label = "Best Practice" if n % 3 else "High Potential for Harm"
+        rows.append({"conversation": f"c{n}", "chatbot": "A", "risk": "High", "dimension": "D1", "label": label})
+        weights[f"c{n}"] = 4.0 if label == "Best Practice" else 1.0
+    overall = vera_mh_scorecard(rows, weights=weights)["by_chatbot"][0]
+    assert overall["ci_low"] <= overall["score"] <= overall["ci_high"]
+    assert overall["ci_low_unweighted"] <= overall["score_unweighted"] <= overall["ci_high_unweighted"]
+    assert overall["ci_low"] > overall["ci_low_unweighted"]  # the plan's weights move the interval too
