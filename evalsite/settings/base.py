@@ -103,6 +103,8 @@ MIDDLEWARE = [
     # Before any view hook reads the body (CSRF's process_view does): see core.middleware.
     "core.middleware.UploadLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A task queue that does not answer: 503 with what to do (core.enqueue), never a 500.
+    "core.middleware.ServiceUnavailableMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.LoginRequiredEverywhereMiddleware",
