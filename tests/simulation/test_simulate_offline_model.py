@@ -58,3 +58,33 @@ def test_register_creates_one_clearly_labelled_target(fake_package):
     assert str(fake_package / offline_model.GGUF_NAME) in out.getvalue()
     with pytest.raises(CommandError, match="say what to do"):
         call_command("offline_model")
+
+
+@pytest.fixture
+def dying_server(fake_package, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """A stand-in ``llama_cpp.server`` that dies the way the broken runtime does (a real process, a real signal)."""
+    runtime = tmp_path / "runtime" / "llama_cpp"
+    runtime.mkdir(parents=True)
+    (runtime / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(runtime.parent))
+    monkeypatch.setenv("PYTHONPATH", str(runtime.parent))
+    sys.modules.pop("llama_cpp", None)
+
+    def make(body: str) -> None:
+        (runtime / "server.py").write_text(body)
+
+    return make
+
+
+@pytest.mark.django_db
+def test_serve_fails_loudly_when_the_server_is_killed(dying_server):
+    dying_server("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with pytest.raises(CommandError, match="killed by SIGSEGV"):
+        call_command("offline_model", "--serve", "--port", "8799", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_serve_fails_loudly_when_the_server_stops_by_itself(dying_server):
+    dying_server("print('bye')\n")
+    with pytest.raises(CommandError, match=r"stopped by itself \(exit code 0\)"):
+        call_command("offline_model", "--serve", "--port", "8799", stdout=io.StringIO())

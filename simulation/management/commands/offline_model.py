@@ -17,6 +17,7 @@ from simulation.offline_model import (
     gguf_path,
     offline_target_register,
     server_command,
+    server_exit_message,
 )
 
 
@@ -61,9 +62,11 @@ class Command(BaseCommand):
                 raise CommandError("llama-cpp-python is not installed: pip install -e '.[offline-model]'")
             command = server_command(model=path, host=options["host"], port=options["port"])
             self.stdout.write(f"Serving openai/smollm2 at {base} (Ctrl-C stops): {' '.join(command[:4])} ...")
+            self.stdout.flush()
             try:
-                subprocess.run(command, check=False)
+                done = subprocess.run(command, check=False)
             except FileNotFoundError as exc:
                 raise CommandError(f"cannot start the server: {exc}") from exc
             except KeyboardInterrupt:
-                pass
+                return  # the one way the server is meant to stop
+            raise CommandError(server_exit_message(done.returncode))
