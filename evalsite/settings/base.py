@@ -170,6 +170,22 @@ AXES_LOCKOUT_CALLABLE = "core.login_throttle.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "core.login_throttle.client_ip"
 EVALSITE_TRUSTED_PROXY_COUNT = int(os.environ.get("EVALSITE_TRUSTED_PROXY_COUNT", "0"))
 AXES_VERBOSE = False
+# Email (password-reset links): printed on the console unless EMAIL_HOST names an SMTP server.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get("EVALSITE_EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_SSL:
+    EMAIL_USE_TLS = False  # Django refuses both at once; SSL (port 465) was asked for explicitly
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite <evalsite@localhost>")
+# How long a password-reset link works (seconds; Django's default: three days).
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("EVALSITE_PASSWORD_RESET_SECONDS", str(3 * 24 * 3600)))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
