@@ -55,6 +55,9 @@ urlpatterns = [
     path("accounts/password/change/", passwords.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/api-tokens/", core_views.api_tokens, name="api-tokens"),
+    path("status/", core_views.status, name="status"),
+    # Browsers ask for it on every page; answering 404 filled the log (a redirect to the icon).
+    path("favicon.ico", core_views.favicon),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

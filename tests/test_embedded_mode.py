@@ -5,6 +5,7 @@ Everything runs in subprocesses with the default settings, as a newcomer's first
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,6 +51,11 @@ def test_embedded_worker_runs_a_task_with_no_external_service(tmp_path):
             time.sleep(1)
         assert total and total >= 12
         assert pending == 0, (tmp_path / "worker.log").read_text()[-3000:]
+        # The worker said it is alive: `manage.py status` lists it with its queue.
+        shown = subprocess.run([sys.executable, "manage.py", "status", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        report = json.loads(shown.stdout)
+        assert report["database"]["ok"] and report["broker"]["ok"], shown.stdout
+        assert [w["queues"] for w in report["workers"]] == [["celery"]], shown.stdout
     finally:
         worker.terminate()
         worker.wait(timeout=30)
