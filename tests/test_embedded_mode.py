@@ -59,3 +59,12 @@ def test_embedded_worker_runs_a_task_with_no_external_service(tmp_path):
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+def test_the_embedded_broker_gives_kombu_no_reason_to_warn(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env["EVALSITE_VAR_DIR"] = str(tmp_path)
+    code = "from celery import current_app; current_app.connection_for_write()._info(); print('connected')"
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "connected" in done.stdout, done.stderr
+    assert "No hostname was supplied" not in done.stderr

