@@ -31,7 +31,7 @@ def test_the_status_page_lists_recent_workers_with_their_queues_and_says_what_wa
                                progress=0, stage="queued: waiting for a worker", started_at=now - timedelta(minutes=5))
     response = client_for(admin_user).get("/status/")
     page = response.content.decode()
-    assert response.status_code == 503  # something waits: monitoring sees it too
+    assert response.status_code == 200
     assert "evalsite@web1" in page and "evalsite@gone" not in page
     assert "celery" in page
     assert "1 report jobs" in page and "no worker started them" in page
