@@ -88,3 +88,39 @@ def test_serve_fails_loudly_when_the_server_stops_by_itself(dying_server):
     dying_server("print('bye')\n")
     with pytest.raises(CommandError, match=r"stopped by itself \(exit code 0\)"):
         call_command("offline_model", "--serve", "--port", "8799", stdout=io.StringIO())
+
+
+def test_stopping_serve_stops_its_server(dying_server, tmp_path):
+    """SIGTERM to `offline_model --serve` must not leave the model server running on its own."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    pid_file = tmp_path / "server.pid"
+    dying_server(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings.test", "EVALSITE_VAR_DIR": str(tmp_path)}
+    serve = subprocess.Popen([sys.executable, "manage.py", "offline_model", "--serve", "--port", "8799"], cwd=root, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    server_pid = int(pid_file.read_text())
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(timeout=30) == 0
+    deadline = time.monotonic() + 20
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server_pid), "the model server outlived `offline_model --serve`"
+
+
+def _alive(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
