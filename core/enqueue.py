@@ -23,8 +23,9 @@ from core.errors import ServiceError
 
 # What the error pages, the API and the commands say to do: the same words everywhere.
 BROKER_HINT = (
-    "Start the task queue, or check REDIS_URL (with `make run` no Redis is needed: "
-    "the queue lives under var/broker/), then try again. `manage.py status` shows what answers."
+    "Start the task queue, or check REDIS_URL (with make run no Redis is needed: "
+    "the queue lives under var/broker/), then try again. The status page (administrators) "
+    "and manage.py status show what answers."
 )
 
 
