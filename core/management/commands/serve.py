@@ -86,7 +86,8 @@ class Command(BaseCommand):
             worker = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=os.environ.copy(), preexec_fn=_die_with_parent)  # noqa: PLW1509
             self.stdout.write(f"Worker started (pid {worker.pid}, {'embedded filesystem broker' if embedded else 'Redis'}).")
         host = options["addrport"]
-        self.stdout.write(self.style.SUCCESS(f"Open http://{host}/ and log in with a demo login above."))
+        hint = " (the demo: researcher / demo-researcher-pass, then Reports)" if settings.EVALSITE_DEMO_ALLOWED else ""
+        self.stdout.write(self.style.SUCCESS(f"Open http://{host}/ and log in{hint}."))
         if settings.DEBUG:
             self.stdout.write(self.style.WARNING("Debug mode is on (EVALSITE_DEBUG=1): error pages show code and data."))
         self.stdout.flush()
