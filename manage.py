@@ -7,9 +7,10 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings.base")
-    from django.core.management import execute_from_command_line
+    # One line with the cause instead of a traceback when a service does not answer (core.cli).
+    from core.cli import main as run
 
-    execute_from_command_line(sys.argv)
+    sys.exit(run(sys.argv))
 
 
 if __name__ == "__main__":

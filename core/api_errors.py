@@ -1,4 +1,4 @@
-"""Map service errors to HTTP answers: bad input 400 with every problem, conflicts 409."""
+"""Map service errors to HTTP answers: bad input 400 with every problem, conflicts 409, queue down 503."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.enqueue import BROKER_HINT, BrokerUnavailable
 from core.errors import ServiceError
 from core.problems import ImportRejected
 
@@ -24,6 +25,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             },
             status=400,
         )
+    if isinstance(exc, BrokerUnavailable):
+        # 503, not 500: the request was fine; the task queue did not answer (core.enqueue).
+        return Response({"detail": str(exc), "cause": exc.cause, "what_to_do": BROKER_HINT}, status=503,
+                        headers={"Retry-After": "30"})
     if isinstance(exc, ServiceError):
         status = getattr(exc, "status", 400)
         return Response({"detail": str(exc)}, status=status)

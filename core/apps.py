@@ -9,3 +9,4 @@ class CoreConfig(AppConfig):
         # Every worker runs the sweeper (core.recovery) when it starts and then periodically;
         # the apps register their kinds of work from their tasks modules.
         import core.recovery  # noqa: F401
+        from core import workers  # noqa: F401  # connects the worker heartbeat to Celery's signals

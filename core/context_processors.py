@@ -29,5 +29,6 @@ def navigation(request: HttpRequest) -> dict:
         links.append(("Reports", reverse("reports:index")))
         links.append(("API", reverse("api-docs")))
     if Role.ADMIN in roles:
+        links.append(("Status", reverse("status")))
         links.append(("Admin", reverse("admin:index")))
     return {"nav_links": links, "user_roles": sorted(roles)}

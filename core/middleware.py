@@ -8,6 +8,7 @@ from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
+from core.enqueue import BrokerUnavailable, broker_errors, describe
 from core.uploads import CHUNK, UploadTooLarge, max_upload_bytes
 
 # Multipart framing around the file (boundaries, headers, the CSRF field) is small.
@@ -74,3 +75,37 @@ class UploadLimitMiddleware:
                 pass
         except Exception:  # noqa: BLE001  # a body that cannot be read further: nothing to drain
             return
+
+
+class ServiceUnavailableMiddleware:
+    """Turn "the task queue is down" into a 503 that says what to do, instead of a 500.
+
+    Services raise ``BrokerUnavailable`` after failing the rows whose message was not sent
+    (``core.enqueue``); a broker error raised anywhere else in a view is treated the same.
+    The API's own exception handler answers its views (``core.api_errors``).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from core.errors_views import service_unavailable
+
+        if isinstance(exception, BrokerUnavailable):
+            return service_unavailable(request, exception)
+        if isinstance(exception, broker_errors()) and _from_the_broker(exception):
+            return service_unavailable(request, BrokerUnavailable(describe(exception)))
+        return None
+
+
+def _from_the_broker(exc: Exception) -> bool:
+    """Tell a broker error from another OSError (a file not found is no broker outage)."""
+    from kombu.exceptions import OperationalError
+
+    if isinstance(exc, OperationalError):
+        return True
+    module = type(exc).__module__ or ""
+    return module.startswith(("kombu", "redis", "amqp"))

@@ -53,3 +53,41 @@ class StagedUpload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.target}, user {self.user_id})"
+
+
+class ThrottleHit(models.Model):
+    """One request counted against a limit (password-reset requests by address and by email).
+
+    Kept in the database so every web process counts the same; rows older than the longest
+    window are deleted as new ones come in.
+    """
+
+    key = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["key", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.key} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A Celery worker's latest sign of life, written every few seconds by the worker itself.
+
+    The status page and ``manage.py status`` read it: which workers were seen in the last
+    minute, with the queues they consume, without asking the broker.
+    """
+
+    hostname = models.CharField(max_length=255, unique=True)
+    queues = models.JSONField(default=list, blank=True)
+    pid = models.PositiveIntegerField(default=0)
+    concurrency = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["hostname"]
+
+    def __str__(self) -> str:
+        return self.hostname

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from core.api_tokens import (
     api_token_create,
@@ -14,7 +16,9 @@ from core.api_tokens import (
     can_use_api_tokens,
 )
 from core.home import home_sections
-from core.roles import user_roles
+from core.permissions import roles_required
+from core.roles import Role, user_roles
+from core.status import status_report
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -40,3 +44,15 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
         "ttl_days": int(settings.REST_KNOX["TOKEN_TTL"].total_seconds() // 86400),
     }
     return render(request, "core/api_tokens.html", context)
+
+
+@roles_required(Role.ADMIN)
+def status(request: HttpRequest) -> HttpResponse:
+    """For administrators: database, task queue, workers seen in the last minute, stalled work."""
+    return render(request, "core/status.html", {"report": status_report()})
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Send browsers that ask for /favicon.ico to the app's icon (a 404 was logged on every first visit)."""
+    return HttpResponsePermanentRedirect(static("evalsite/favicon.svg"))

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from core import api_docs
+from core import api_docs, passwords
 from core import views as core_views
 from corpus.conversations import api as conversations_api
 from corpus.instruments import api as instruments_api
@@ -47,7 +47,17 @@ urlpatterns = [
     path("", core_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Getting back into an account (core.passwords): reset by email, change when signed in.
+    path("accounts/password/reset/", passwords.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("accounts/password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
+    path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("accounts/password/change/", passwords.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/api-tokens/", core_views.api_tokens, name="api-tokens"),
+    path("status/", core_views.status, name="status"),
+    # Browsers ask for it on every page; answering 404 filled the log (a redirect to the icon).
+    path("favicon.ico", core_views.favicon),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The OpenAPI schema as an accessible page of the site (Swagger UI failed axe: issue 19).

@@ -69,7 +69,19 @@ def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
 
 
 def _enqueue(result_ids: Sequence[int]) -> None:
-    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids)
+    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued)
+
+
+def _not_queued(result_ids: list[int], cause: str) -> None:
+    """Fail the results whose task the broker refused (``retry`` queues them again), and settle their runs."""
+    now = timezone.now()
+    error = f"not queued: the task queue did not answer ({cause})"
+    with transaction.atomic():
+        JudgeResult.objects.filter(pk__in=result_ids, status=ResultStatus.PENDING).update(
+            status=ResultStatus.FAILED, error_kind="queue", error=error[:2000], finished_at=now
+        )
+        for run_id in set(JudgeResult.objects.filter(pk__in=result_ids).values_list("run_id", flat=True)):
+            judge_run_refresh(run_id=run_id)
 
 
 @transaction.atomic

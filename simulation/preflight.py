@@ -46,6 +46,9 @@ FIX_HINTS: dict[str, str] = {
     "conversation and the integrity checks.",
     "internal": "An error inside evalsite: see the worker log; retrying will fail the same way until it is fixed.",
     "lost": "The worker doing this was lost: resume, and it continues after the last saved message.",
+    "queue": "The task queue did not answer when this was started, so it never reached a worker: check that "
+    "Redis answers (REDIS_URL) or that var/broker/ is writable (`manage.py status`), then retry or resume "
+    "with the failed ones.",
 }
 GENERIC_HINT = "See the error message; fix the cause, then retry the failed ones."
 

@@ -5,6 +5,7 @@ Everything runs in subprocesses with the default settings, as a newcomer's first
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,6 +51,20 @@ def test_embedded_worker_runs_a_task_with_no_external_service(tmp_path):
             time.sleep(1)
         assert total and total >= 12
         assert pending == 0, (tmp_path / "worker.log").read_text()[-3000:]
+        # The worker said it is alive: `manage.py status` lists it with its queue.
+        shown = subprocess.run([sys.executable, "manage.py", "status", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        report = json.loads(shown.stdout)
+        assert report["database"]["ok"] and report["broker"]["ok"], shown.stdout
+        assert [w["queues"] for w in report["workers"]] == [["celery"]], shown.stdout
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+def test_the_embedded_broker_gives_kombu_no_reason_to_warn(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env["EVALSITE_VAR_DIR"] = str(tmp_path)
+    code = "from celery import current_app; current_app.connection_for_write()._info(); print('connected')"
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "connected" in done.stdout, done.stderr
+    assert "No hostname was supplied" not in done.stderr

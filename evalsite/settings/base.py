@@ -103,6 +103,8 @@ MIDDLEWARE = [
     # Before any view hook reads the body (CSRF's process_view does): see core.middleware.
     "core.middleware.UploadLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A task queue that does not answer: 503 with what to do (core.enqueue), never a 500.
+    "core.middleware.ServiceUnavailableMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.LoginRequiredEverywhereMiddleware",
@@ -168,6 +170,8 @@ AXES_LOCKOUT_CALLABLE = "core.login_throttle.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "core.login_throttle.client_ip"
 EVALSITE_TRUSTED_PROXY_COUNT = int(os.environ.get("EVALSITE_TRUSTED_PROXY_COUNT", "0"))
 AXES_VERBOSE = False
+# How long a password-reset link works (seconds; Django's default: three days).
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("EVALSITE_PASSWORD_RESET_SECONDS", str(3 * 24 * 3600)))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -257,7 +261,8 @@ SPECTACULAR_SETTINGS = {
 # Celery: Redis when REDIS_URL is set, otherwise a filesystem broker under var/ so a real
 # worker process runs with no external service. Results live on model rows, not in Celery.
 REDIS_URL = os.environ.get("REDIS_URL", "")
-CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+# The filesystem transport ignores the host; naming one keeps kombu from warning that none was given.
+CELERY_BROKER_URL = REDIS_URL or "filesystem://localhost/"
 if not REDIS_URL:
     _broker_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -336,16 +341,17 @@ EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", 
 # each interval the page estimates how many more doubly-rated conversations would reach it.
 REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))
 
-# --- Email: reminders to raters (the coordinator's day, issue 19) ---------------------------
-# Django's email framework. With nothing set, each message is written to a file under
-# var/sent-emails/ (nothing leaves the machine); EMAIL_HOST switches to SMTP, and
-# EVALSITE_EMAIL_BACKEND (file, console, smtp or a backend's dotted path) says it explicitly.
+# --- Email: password-reset links and reminders to raters ------------------------------------
+# Django's email framework. With nothing set, each message is printed on the console (the
+# terminal of `make run`; nothing leaves the machine); EMAIL_HOST switches to SMTP, and
+# EVALSITE_EMAIL_BACKEND (file: one file per message under var/sent-emails/, console, smtp, or
+# a backend's dotted path) says it explicitly.
 _EMAIL_BACKENDS = {
     "file": "django.core.mail.backends.filebased.EmailBackend",
     "console": "django.core.mail.backends.console.EmailBackend",
     "smtp": "django.core.mail.backends.smtp.EmailBackend",
 }
-_email_backend = os.environ.get("EVALSITE_EMAIL_BACKEND", "").strip() or ("smtp" if os.environ.get("EMAIL_HOST") else "file")
+_email_backend = os.environ.get("EVALSITE_EMAIL_BACKEND", "").strip() or ("smtp" if os.environ.get("EMAIL_HOST") else "console")
 EMAIL_BACKEND = _EMAIL_BACKENDS.get(_email_backend.lower(), _email_backend)
 EMAIL_FILE_PATH = os.environ.get("EVALSITE_EMAIL_FILE_PATH") or str(VAR_DIR / "sent-emails")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
@@ -354,6 +360,8 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_SSL:
+    EMAIL_USE_TLS = False  # Django refuses both at once; SSL (port 465) was asked for explicitly
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite <evalsite@localhost>")
 # Links in emails start with this (the address raters open the app at).

@@ -13,6 +13,14 @@ import dj_database_url
 
 from evalsite.settings.base import *  # noqa: F403
 
+
+def redis_url_on_db(base: str, db: int) -> str:
+    """Return ``base`` (REDIS_URL: host, port, password) on database ``db``: the tests flush it, never REDIS_URL's own."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(base)._replace(path=f"/{db}").geturl()
+
+
 SECRET_KEY = "integration-only-secret-key-not-used-anywhere-else-0123456789"
 DATABASES = {
     "default": dj_database_url.parse(
@@ -21,12 +29,13 @@ DATABASES = {
 }
 # Two checkouts on one machine must not share a test database or a Redis database: the tests
 # flush their Redis database and Django drops and recreates the test database. Each checkout
-# sets its own with these two variables (defaults: test_<NAME> and Redis database 15).
+# sets its own with these variables (defaults: test_<NAME>, and database 15 of REDIS_URL's
+# server; EVALSITE_TEST_REDIS_URL names a whole URL instead). REDIS_URL's own database is never
+# the one flushed.
 if os.environ.get("EVALSITE_TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["EVALSITE_TEST_DATABASE_NAME"]}
-REDIS_URL = (
-    os.environ.get("REDIS_URL")
-    or f"redis://127.0.0.1:6379/{int(os.environ.get('EVALSITE_TEST_REDIS_DB', '15'))}"
+REDIS_URL = os.environ.get("EVALSITE_TEST_REDIS_URL") or redis_url_on_db(
+    os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379", int(os.environ.get("EVALSITE_TEST_REDIS_DB", "15"))
 )
 CELERY_BROKER_URL = REDIS_URL
 CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -176,13 +176,21 @@ def site_visits() -> list[Visit]:
                          api_base="http://127.0.0.1:9/v1", api_key_env="AXE_TEST_API_KEY")
     run = judge_run_create(judges=[judge], conversation_ids=[conversation.pk], start=False)
     batch = SimulationBatch.objects.first()  # a batch needs a live chatbot: test_launch.py checks that page
-    rater_assignment = Assignment.objects.filter(rater__username="clinician").exclude(status=AssignmentStatus.WITHDRAWN).order_by("position").first()
+    # One still to rate (the demo's main study is rated already; its validation sample is not).
+    rater_assignment = Assignment.objects.filter(rater__username="clinician").exclude(
+        status__in=[AssignmentStatus.WITHDRAWN, AssignmentStatus.SUBMITTED]).order_by("study", "position").first()
     adjudicable = study.assignments.exclude(status=AssignmentStatus.WITHDRAWN).first()
 
     visits: list[tuple[str, str, str]] = [  # (pattern name, user, path)
         ("login", "", reverse("login")),
+        ("password_reset", "", reverse("password_reset")),
+        ("password_reset_done", "", reverse("password_reset_done")),
+        ("password_reset_confirm", "", reverse("password_reset_confirm", args=["MQ", "expired-token"])),
+        ("password_reset_complete", "", reverse("password_reset_complete")),
         ("home", "researcher", reverse("home")),
         ("api-tokens", "researcher", reverse("api-tokens")),
+        ("password_change", "researcher", reverse("password_change")),
+        ("password_change_done", "researcher", reverse("password_change_done")),
         ("annotation:my-studies", "clinician", reverse("annotation:my-studies")),
         ("annotation:rate", "clinician", reverse("annotation:rate", args=[rater_assignment.pk])),
         ("annotation:my-reminders", "clinician", reverse("annotation:my-reminders")),
@@ -235,6 +243,7 @@ def site_visits() -> list[Visit]:
         ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
+        ("status", "admin", reverse("status")),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

@@ -1,14 +1,16 @@
 """Integration suite: PostgreSQL + Redis + a real Celery worker process.
 
-Run with ``DJANGO_SETTINGS_MODULE=evalsite.settings.integration`` (the Makefile does). When the
-services are missing the tests are skipped with the reason, except in CI (``CI=true``), where
-a missing service is a failure.
+Run with ``DJANGO_SETTINGS_MODULE=evalsite.settings.integration`` (the Makefile does). The
+services come from the environment (``evalsite/settings/integration.py``): ``DATABASE_URL``
+and ``EVALSITE_TEST_DATABASE_NAME`` (the database the tests create and drop), ``REDIS_URL`` or
+``EVALSITE_TEST_REDIS_DB`` (the Redis database the tests flush). Nothing here assumes a host
+or a port. When the services are missing the tests are skipped with the reason, except in CI
+(``CI=true``), where a missing service is a failure.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +18,42 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.services import worker_database_url
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _answers(host: str, port: int) -> bool:
+def _postgres_problem() -> str | None:
+    """Connect to the configured server (its maintenance database): None, or why it fails."""
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    params = {"dbname": "postgres", "user": db.get("USER") or None, "password": db.get("PASSWORD") or None,
+              "host": db.get("HOST") or None, "port": db.get("PORT") or None, "connect_timeout": 3}
     try:
-        socket.create_connection((host, port), timeout=3).close()
-        return True
-    except OSError:
-        return False
+        psycopg.connect(**{k: v for k, v in params.items() if v is not None}).close()
+    except psycopg.Error as exc:
+        return f"PostgreSQL ({db.get('HOST') or 'local socket'}:{db.get('PORT') or 'default port'}): {' '.join(str(exc).split())}"
+    return None
+
+
+def _redis_problem() -> str | None:
+    import redis
+    from django.conf import settings
+
+    try:
+        redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=3).ping()
+    except redis.exceptions.RedisError as exc:
+        return f"Redis ({_without_password(settings.CELERY_BROKER_URL)}): {exc}"
+    return None
+
+
+def _without_password(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else parts.netloc).geturl()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,17 +62,9 @@ def _services_present():
 
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         pytest.fail("integration tests need DJANGO_SETTINGS_MODULE=evalsite.settings.integration")
-    from urllib.parse import urlsplit
-
-    db = settings.DATABASES["default"]
-    broker = urlsplit(settings.CELERY_BROKER_URL)
-    services = (
-        ("PostgreSQL", db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432)),
-        ("Redis", broker.hostname or "127.0.0.1", broker.port or 6379),
-    )
-    missing = [f"{name} ({host}:{port})" for name, host, port in services if not _answers(host, port)]
+    missing = [problem for problem in (_postgres_problem(), _redis_problem()) if problem]
     if missing:
-        message = f"{' and '.join(missing)} not answering"
+        message = "not answering: " + "; ".join(missing)
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + " (CI: a missing service is a failure)")
         pytest.skip(message)
@@ -53,12 +74,10 @@ def _services_present():
 def celery_worker_process(transactional_db, tmp_path):
     """Start a real worker on Redis against the test database; stop it afterwards."""
     from django.conf import settings
-    from django.db import connection
 
     from evalsite.celery import app
 
-    db = connection.settings_dict
-    database_url = f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    database_url = worker_database_url()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "evalsite.settings.integration",

@@ -24,6 +24,7 @@ from judging import services
 from judging.models import JudgeLabel, JudgeResult, JudgeRun, ResultStatus, RunStatus
 from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conversation
 from tests.support.fake_llm import FakeLLM
+from tests.support.services import worker_database_url
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,18 +43,16 @@ def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def
 def start_worker(transactional_db, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     import redis
     from django.conf import settings
-    from django.db import connection
 
     from evalsite.celery import app
 
     monkeypatch.setenv(KEY_ENV, SECRET)
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     broker.flushdb()
-    db = connection.settings_dict
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "evalsite.settings.integration",
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_URL": worker_database_url(),
         "REDIS_URL": settings.CELERY_BROKER_URL,
         "EVALSITE_VAR_DIR": str(tmp_path),
         "EVALSITE_JUDGE_STALE_SECONDS": "3",

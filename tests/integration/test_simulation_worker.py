@@ -24,6 +24,7 @@ from corpus.personas.services import builtin_personas_load
 from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 from tests.support.fake_llm import FakeLLM
+from tests.support.services import worker_database_url
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,13 +45,10 @@ class Workers:
 
     def __init__(self, tmp_path: Path) -> None:
         from django.conf import settings
-        from django.db import connection
-
-        db = connection.settings_dict
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "evalsite.settings.integration",
-            "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            "DATABASE_URL": worker_database_url(),
             "REDIS_URL": settings.CELERY_BROKER_URL,
             "EVALSITE_VAR_DIR": str(tmp_path),
             "EVALSITE_SIMULATION_LEASE_SECONDS": "4",

@@ -142,3 +142,49 @@ def test_no_broker_control_folder_is_tracked():
     if tracked.returncode != 0:
         pytest.skip("not a git checkout")
     assert tracked.stdout.strip() == ""
+
+
+def _ignore_sigint() -> None:
+    """Start as a shell's background job does: with SIGINT ignored (Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_serve_stops_on_sigint_even_when_started_ignoring_it(tmp_path):
+    env = _env(tmp_path)
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180)
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    serve = subprocess.Popen(
+        [sys.executable, "-u", str(ROOT / "manage.py"), "serve", f"127.0.0.1:{port}", "--no-worker"],
+        cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=_ignore_sigint,  # noqa: PLW1509
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        serve.send_signal(signal.SIGINT)
+        serve.wait(timeout=30)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+            pytest.fail("serve ignored SIGINT:\n" + log.read_text()[-2000:])
+
+
+def test_a_second_serve_on_a_busy_port_fails_before_starting_a_worker(tmp_path):
+    env = _env(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "serve", f"127.0.0.1:{port}"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "Worker started" not in done.stdout  # nothing left running behind the refusal
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0] and "make run ADDR=" in lines[0], done.stderr

@@ -58,3 +58,69 @@ def test_register_creates_one_clearly_labelled_target(fake_package):
     assert str(fake_package / offline_model.GGUF_NAME) in out.getvalue()
     with pytest.raises(CommandError, match="say what to do"):
         call_command("offline_model")
+
+
+@pytest.fixture
+def dying_server(fake_package, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """A stand-in ``llama_cpp.server`` that dies the way the broken runtime does (a real process, a real signal)."""
+    runtime = tmp_path / "runtime" / "llama_cpp"
+    runtime.mkdir(parents=True)
+    (runtime / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(runtime.parent))
+    monkeypatch.setenv("PYTHONPATH", str(runtime.parent))
+    sys.modules.pop("llama_cpp", None)
+
+    def make(body: str) -> None:
+        (runtime / "server.py").write_text(body)
+
+    return make
+
+
+@pytest.mark.django_db
+def test_serve_fails_loudly_when_the_server_is_killed(dying_server):
+    dying_server("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with pytest.raises(CommandError, match="killed by SIGSEGV"):
+        call_command("offline_model", "--serve", "--port", "8799", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_serve_fails_loudly_when_the_server_stops_by_itself(dying_server):
+    dying_server("print('bye')\n")
+    with pytest.raises(CommandError, match=r"stopped by itself \(exit code 0\)"):
+        call_command("offline_model", "--serve", "--port", "8799", stdout=io.StringIO())
+
+
+def test_stopping_serve_stops_its_server(dying_server, tmp_path):
+    """SIGTERM to `offline_model --serve` must not leave the model server running on its own."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    pid_file = tmp_path / "server.pid"
+    dying_server(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings.test", "EVALSITE_VAR_DIR": str(tmp_path)}
+    serve = subprocess.Popen([sys.executable, "manage.py", "offline_model", "--serve", "--port", "8799"], cwd=root, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    server_pid = int(pid_file.read_text())
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(timeout=30) == 0
+    deadline = time.monotonic() + 20
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server_pid), "the model server outlived `offline_model --serve`"
+
+
+def _alive(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

@@ -1,10 +1,12 @@
-"""Pytest fixtures for the LLM test server; registered through ``pytest_plugins``."""
+"""Pytest fixtures for the LLM test server and a task queue that is down; registered through ``pytest_plugins``."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
+from celery import current_app
 
 from tests.support.fake_llm import FakeLLM
 
@@ -14,3 +16,35 @@ def fake_llm() -> Iterator[FakeLLM]:
     """Yield a started :class:`FakeLLM` on a random local port; stop it afterwards."""
     with FakeLLM() as fake:
         yield fake
+
+
+def closed_port() -> int:
+    """Return a local port where nothing listens (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _drop_connections() -> None:
+    """Forget Celery's pooled broker connections so the next publish connects to the URL set now."""
+    if current_app._pool is not None:
+        current_app._pool.force_close_all()
+        current_app._pool = None
+    current_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broker_down():  # type: ignore[no-untyped-def]
+    """Point Celery at a Redis port where nothing listens, not eager; restore afterwards."""
+    conf = current_app.conf
+    saved = {key: conf.get(key) for key in ("broker_url", "task_always_eager", "broker_connection_timeout",
+                                              "task_publish_retry_policy", "broker_connection_retry", "broker_connection_max_retries")}
+    _drop_connections()
+    conf.broker_url = f"redis://127.0.0.1:{closed_port()}/0"
+    conf.task_always_eager = False
+    conf.broker_connection_timeout = 1
+    conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.1, "interval_max": 0.1}
+    yield conf.broker_url
+    _drop_connections()
+    for key, value in saved.items():
+        conf[key] = value

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.processes import die_with_parent
 from simulation.errors import SimulationError
 from simulation.offline_model import (
     DEFAULT_PORT,
@@ -17,6 +20,7 @@ from simulation.offline_model import (
     gguf_path,
     offline_target_register,
     server_command,
+    server_exit_message,
 )
 
 
@@ -61,9 +65,28 @@ class Command(BaseCommand):
                 raise CommandError("llama-cpp-python is not installed: pip install -e '.[offline-model]'")
             command = server_command(model=path, host=options["host"], port=options["port"])
             self.stdout.write(f"Serving openai/smollm2 at {base} (Ctrl-C stops): {' '.join(command[:4])} ...")
+            self.stdout.flush()
             try:
-                subprocess.run(command, check=False)
+                server = subprocess.Popen(command, preexec_fn=die_with_parent)  # noqa: PLW1509
             except FileNotFoundError as exc:
                 raise CommandError(f"cannot start the server: {exc}") from exc
-            except KeyboardInterrupt:
-                pass
+
+            def stop(signum: int, frame: FrameType | None) -> None:
+                raise KeyboardInterrupt
+
+            # SIGTERM (a service manager, `kill`) stops the server too, as Ctrl-C does.
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGINT, stop)
+            try:
+                code = server.wait()
+            except KeyboardInterrupt:  # the one way the server is meant to stop
+                server.terminate()
+                try:
+                    server.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                return
+            finally:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise CommandError(server_exit_message(code))
