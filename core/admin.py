@@ -56,12 +56,16 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
                 header_envs=header_env_names(value(headers_field) or {}) if headers_field else (),
                 params=value(self.params_field) if self.params_field else None,
                 actor=request.user,
-            )
+            ) + self.more_problems(value)
             if problems:
                 raise forms.ValidationError(problems)
             return data
 
         return type(base.__name__, (base,), {"clean": clean})
+
+    def more_problems(self, value: Callable[[str], Any]) -> list[str]:
+        """Return what else the app that owns the model refuses (``value(field)`` reads the form)."""
+        return []
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)

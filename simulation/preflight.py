@@ -36,6 +36,10 @@ FIX_HINTS: dict[str, str] = {
     "timeout": "Calls took too long: check that the endpoint answers, raise the timeout or lower the concurrency.",
     "server_error": "The endpoint failed or could not be reached: check the API base URL and the provider's "
     "status, then retry.",
+    "redirect": "The endpoint answered with a redirect, which evalsite never follows (a redirect could carry the key "
+    "and the conversation to another host): set the base URL to the address the provider documents.",
+    "refused": "The call would have gone to a host or port that is not allowed: an administrator approves it in "
+    "Admin > Allowed API hosts (a model server on this machine: its port, e.g. localhost:11434).",
     "empty": "The model answered with no text: check the model and its parameters (a token limit too low for a "
     "reasoning model gives empty replies).",
     "invalid_output": "The judge's replies did not follow the output schema even after the format retries: try "

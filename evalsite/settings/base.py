@@ -304,12 +304,16 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
 # Secrets policy (core.secrets_policy): which environment variables may be sent as API keys and
-# to which hosts. Empty: the built-in defaults (key names *_API_KEY, *_API_TOKEN; the major
-# providers' API hosts and this machine). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
+# to which host:port (core.api_hosts). Empty: the built-in defaults (key names *_API_KEY,
+# *_API_TOKEN; the major providers' API hosts on port 443; never this machine's ports, which an
+# administrator approves one by one). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
 # SECRET_KEY are never sent, whatever these say.
 EVALSITE_KEY_ENV_ALLOWED = env_list("EVALSITE_KEY_ENV_ALLOWED", [])
 EVALSITE_KEY_ENV_DENIED = env_list("EVALSITE_KEY_ENV_DENIED", [])
 EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
+# Entries added to the list above (not an environment variable): the test settings allow the
+# loopback ports their local model servers take.
+EVALSITE_API_HOSTS_EXTRA: list[str] = []
 
 # The LLM engine (docs/engine.md). A judge result holds a lease while a worker judges it,
 # renewed three times per threshold: one not renewed for EVALSITE_JUDGE_STALE_SECONDS lost its

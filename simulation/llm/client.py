@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from core import http_policy
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -133,6 +134,8 @@ def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
     import httpx
     import openai
 
+    if isinstance(exc, http_policy.OutboundRefused):  # a redirect or a host the policy stopped
+        return exc.kind, False, exc.status_code
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
@@ -401,7 +404,7 @@ def chat(
             limiter.acquire(spec.rate_key)
         started = time.perf_counter()
         try:
-            response = litellm.completion(**call.kwargs)
+            response = http_policy.call(litellm.completion, **call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)
@@ -488,7 +491,7 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
-            response = await _acompletion_shared_client(litellm, spec, call.kwargs)
+            response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)
