@@ -18,7 +18,6 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from core.llm_params import GENERATION_PARAMS, SECRET_REFERENCE_PREFIXES, is_secret_reference, params_problems
 from corpus.instruments.services import builtin_instruments_load
 from corpus.models import Target
 from corpus.personas.services import builtin_personas_load
@@ -60,6 +59,8 @@ def amhart():  # type: ignore[no-untyped-def]
 
 
 def test_the_enumeration_found_litellms_prefixes():
+    from core.llm_params import SECRET_REFERENCE_PREFIXES
+
     found = litellm_secret_prefixes()
     assert {"os.environ/", "oidc/env/", "oidc/file/", "oidc/google/", "oidc/github/", "oidc/azure/"} <= set(found)
     assert all(prefix.startswith(SECRET_REFERENCE_PREFIXES) for prefix in found), "a prefix litellm resolves is missing"
@@ -67,6 +68,9 @@ def test_the_enumeration_found_litellms_prefixes():
 
 @pytest.mark.parametrize("prefix", litellm_secret_prefixes())
 def test_every_secret_reading_prefix_is_refused_whatever_the_parameter(prefix):
+    from core.llm_params import is_secret_reference
+    from core.secrets_policy import params_problems
+
     reference = prefix + "DJANGO_SECRET_KEY"
     assert is_secret_reference(reference) and is_secret_reference(" " + reference.upper())
     # In a parameter that is allowed (a stop sequence) and in one that is not.
@@ -85,6 +89,9 @@ def test_every_prefix_is_refused_at_call_time_and_nothing_is_sent(prefix, fake_l
 
 
 def test_only_generation_parameters_pass():
+    from core.llm_params import GENERATION_PARAMS
+    from core.secrets_policy import params_problems
+
     ok = {"temperature": 0.7, "top_p": 0.9, "max_tokens": 256, "seed": 7, "stop": ["\n\n"], "reasoning_effort": "low",
           "thinking": {"type": "enabled", "budget_tokens": 1024}, "logit_bias": {"50256": -100}}
     assert params_problems(ok) == []
@@ -103,6 +110,9 @@ def test_only_generation_parameters_pass():
 def test_every_other_litellm_parameter_is_refused():
     """Every keyword litellm.completion knows but GENERATION_PARAMS does not name is refused."""
     from litellm import completion
+
+    from core.llm_params import GENERATION_PARAMS
+    from core.secrets_policy import params_problems
 
     names = set(inspect.signature(completion).parameters) - {"args", "kwargs"}
     assert len(names) > 30
