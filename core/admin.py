@@ -13,12 +13,34 @@ from django.contrib.auth.admin import UserAdmin
 from django.db import models
 from django.http import HttpRequest
 
+from core import api_hosts
 from core.models import AllowedApiHost
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 
 
+class AllowedApiHostForm(forms.ModelForm):
+    """An entry is a host and a port; this machine's model servers are suggested by name."""
+
+    class Meta:
+        model = AllowedApiHost
+        fields = ["host", "note"]
+        help_texts = {
+            "host": "A host and port: llm.example.org:8443, *.example.org (port 443 for https), [::1]:8000. "
+            "A model server on this machine needs its own port, e.g. "
+            + ", ".join(f"{entry} ({name})" for entry, name in api_hosts.LOCAL_MODEL_SERVERS)
+            + ". Never a whole machine: localhost without a port allows only ports 80 and 443.",
+        }
+
+    def clean_host(self) -> str:
+        try:
+            return str(api_hosts.parse_entry(self.cleaned_data["host"]))
+        except api_hosts.HostEntryError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
 @admin.register(AllowedApiHost)
 class AllowedApiHostAdmin(admin.ModelAdmin):
+    form = AllowedApiHostForm
     list_display = ["host", "note", "added_by", "added_at"]
     search_fields = ["host", "note"]
     readonly_fields = ["added_by", "added_at"]
@@ -27,6 +49,15 @@ class AllowedApiHostAdmin(admin.ModelAdmin):
         if not change:
             obj.added_by = request.user  # type: ignore[assignment]
         super().save_model(request, obj, form, change)
+        api_hosts.forget_snapshot()
+
+    def delete_model(self, request: HttpRequest, obj: AllowedApiHost) -> None:
+        super().delete_model(request, obj)
+        api_hosts.forget_snapshot()
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        super().delete_queryset(request, queryset)
+        api_hosts.forget_snapshot()
 
 
 class DestinationCheckedAdmin(admin.ModelAdmin):

@@ -105,6 +105,8 @@ def parse_entry(text: str) -> HostEntry:
         host, _, port_text = raw.partition(":")
     if not _HOST_RE.fullmatch(host):
         raise HostEntryError(f"'{text}': not a host name or address")
+    if not host.replace("*", "").replace(".", ""):
+        raise HostEntryError(f"'{text}': name a domain (e.g. *.example.org), not every host")
     port: int | None
     if port_text == "":
         port = None

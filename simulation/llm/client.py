@@ -140,8 +140,9 @@ def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
     status = status if isinstance(status, int) else None
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
         return "timeout", True, status
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return "server_error", True, status
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)) or _no_http_answer(exc):
+        # No HTTP answer at all (litellm labels these 500): no status to report.
+        return "server_error", True, None
     if isinstance(exc, openai.RateLimitError) or status == 429:
         return "rate_limited", True, 429
     # litellm reports a missing key as a 500; retrying cannot fix configuration.
@@ -162,6 +163,26 @@ def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
     if isinstance(exc, openai.BadRequestError):
         return "bad_request", False, status
     return "other", False, status
+
+
+def _no_http_answer(exc: BaseException) -> bool:
+    """Return whether the error's cause is a connection that failed before any HTTP answer.
+
+    litellm reports a refused or dropped connection as an InternalServerError with status 500;
+    the cause chain still holds the transport error. A real HTTP status on the way down means
+    an answer did come (a retried connection error left in the chain as context).
+    """
+    import httpx
+    import openai
+
+    link: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(10):
+        if link is None or isinstance(link, httpx.HTTPStatusError):
+            return False
+        if isinstance(link, (openai.APIConnectionError, httpx.TransportError)):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
