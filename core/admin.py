@@ -15,6 +15,7 @@ from django.http import HttpRequest
 
 from core import api_hosts
 from core.models import AllowedApiHost
+from core.parsers import BoundedJSONField
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 
 
@@ -68,7 +69,7 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
 
     destination_fields: tuple[str, str, str] = ("api_base", "api_key_env", "")
     params_field = "params"
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}, models.JSONField: {"form_class": BoundedJSONField}}
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> type[forms.ModelForm]:
         base = super().get_form(request, obj, change, **kwargs)

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 
+from core.bounded import TooComplex, json_loads
 from core.secrets_policy import key_env_hint
 from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
@@ -57,9 +58,11 @@ class JudgeForm(forms.Form):
     def clean_params(self) -> dict[str, Any]:
         text = self.cleaned_data.get("params") or "{}"
         try:
-            value = json.loads(text)
+            value = json_loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg}") from exc
+        except TooComplex as exc:
+            raise forms.ValidationError(str(exc)) from exc
         if not isinstance(value, dict):
             raise forms.ValidationError("must be a JSON object")
         return value
