@@ -123,13 +123,13 @@ class JudgeRunForm(forms.Form):
     )
     use_cache = forms.BooleanField(required=False, initial=True, help_text="Answer identical earlier calls from the cache, free")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         studies = collection_get("study")
         if studies is None:
             del self.fields["study"]
         else:
-            self.fields["study"].queryset = studies.choices()
+            self.fields["study"].queryset = studies.choices(user)  # only the studies this user may read
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -203,7 +203,8 @@ def progress_rater_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]
     header = ["rater", "label", "active", "senior", "assigned", "submitted", "in_progress", "not_started",
               "stale", "moved_away", "total_seconds", "median_seconds_per_submitted"]
     rows = [
-        [r.membership.user.get_username(), r.membership.rater_label, r.membership.active, r.membership.is_senior,
+        # r.name: the username, or an external rater's label (an external rater has no account).
+        [r.name, r.membership.rater_label, r.membership.active, r.membership.is_senior,
          r.assigned, r.submitted, r.in_progress, r.not_started, r.stale, r.moved_away, r.total_seconds,
          "" if r.median_seconds is None else r.median_seconds]
         for r in progress.raters

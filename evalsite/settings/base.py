@@ -33,6 +33,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+# Everything the app writes (the SQLite database and its WAL and shared-memory files, the secret
+# key, the broker's messages, uploads, caches under var/) is private to the account that runs it:
+# files 0600, folders 0700. Set here because every process (web, worker, manage.py) reads the
+# settings before it opens a file. A var/ folder made by an older version is closed up too.
+os.umask(0o077)
+
+
+def private_folder(path: Path) -> None:
+    """Create ``path`` (0700), or take group and world access away from an existing one of ours."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+            for child in path.iterdir():  # the database and key files of an older version
+                if child.is_file() and child.stat().st_uid == os.getuid():
+                    child.chmod(0o600)
+    except OSError:
+        pass  # a folder we cannot change: the umask still covers every new file
+
+
 # litellm reads its cost map from the network at import unless told otherwise; the app must
 # work offline, so these default on before anything imports litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -47,7 +67,7 @@ def secret_key_from_var(var_dir: Path) -> str:
     path = var_dir / "secret_key"
     if path.exists():
         return path.read_text(encoding="utf-8").strip()
-    var_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(var_dir)
     fd, tmp = tempfile.mkstemp(dir=var_dir, prefix=".secret_key.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -131,8 +151,8 @@ TEMPLATES = [
 ]
 
 _default_sqlite = f"sqlite:///{VAR_DIR / 'evalsite.sqlite3'}"
-if not os.environ.get("DATABASE_URL"):
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
+if not os.environ.get("DATABASE_URL") or VAR_DIR.exists():
+    private_folder(VAR_DIR)
 DATABASES = {"default": dj_database_url.parse(os.environ.get("DATABASE_URL") or _default_sqlite)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while the worker writes; IMMEDIATE avoids the
@@ -221,7 +241,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # Hashed, expiring tokens (core.api_tokens); clients send "Authorization: Token <token>".
-        "knox.auth.TokenAuthentication",
+        # (Accepted only for the roles that use the API: core.api_tokens.RoleTokenAuthentication.)
+        "core.api_tokens.RoleTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON bodies within core.bounded's nesting depth (a 400, never a RecursionError's 500).
