@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
 from knox.auth import TokenAuthentication
 from knox.models import AuthToken
 from rest_framework.exceptions import AuthenticationFailed
@@ -65,3 +66,9 @@ class RoleTokenAuthentication(TokenAuthentication):
         if not can_use_api_tokens(user):
             raise AuthenticationFailed(NOT_FOR_THIS_ROLE)
         return user, auth_token
+
+
+class RoleTokenScheme(KnoxTokenScheme):
+    """The OpenAPI security scheme of ``RoleTokenAuthentication``: knox's own (registered on import)."""
+
+    target_class = "core.api_tokens.RoleTokenAuthentication"

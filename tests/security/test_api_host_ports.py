@@ -223,3 +223,21 @@ def test_the_admin_refuses_a_host_header_on_a_chatbot(admin_user):
     assert response.status_code == 200 and "cannot be set" in response.content.decode()
     target.refresh_from_db()
     assert target.http_headers == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approved_port_is_allowed_from_a_workers_event_loop_too(production_hosts, fake_llm, monkeypatch):
+    """The engine calls from an event loop, where the ORM may not run: the approvals are read aside."""
+    import asyncio
+
+    from core import api_hosts
+    from simulation.llm import achat
+
+    monkeypatch.setenv("PORT_TEST_API_KEY", KEY)
+    spec = ModelSpec(model="openai/x", api_base=fake_llm.base_url, api_key_env="PORT_TEST_API_KEY")
+    api_hosts.forget_snapshot()
+    with pytest.raises(LLMError, match="port on this server"):
+        asyncio.run(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
+    AllowedApiHost.objects.create(host=f"127.0.0.1:{fake_llm.port}")  # saving it drops this process's snapshot
+    result = asyncio.run(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
+    assert result.content and fake_llm.calls_total == 1

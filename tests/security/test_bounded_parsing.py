@@ -40,6 +40,22 @@ SAMPLES = {
     "rubric.tsv": (FIXTURES / "vera" / "rubric_small.tsv").read_bytes(),
     "ratings.csv": b"unit,rater,item,label\nC-A,clara,amhart_01,yes\nC-A,cyrus,amhart_02,no\n",
 }
+
+
+def _transcripts_zip() -> bytes:
+    """The VERA-MH transcript folder of the fixtures, zipped as a researcher would upload it."""
+    import io
+    import zipfile
+
+    folder = FIXTURES / "vera" / "p_user-model__a_chatbot-x__t6__r1__20260101_120000"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.iterdir()):
+            archive.write(path, f"{folder.name}/{path.name}")
+    return buffer.getvalue()
+
+
+SAMPLES["transcripts.zip"] = _transcripts_zip()
 def yaml_bomb() -> str:
     """Return the issue's kind of file: nine anchors, each a list of nine aliases of the one before (9**9 values)."""
     lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
@@ -199,6 +215,7 @@ def _fuzz(send: Callable[[bytes], Any], sample: bytes, seed: int, budget_seconds
 IMPORTERS: dict[str, tuple[str, str, dict[str, str]]] = {
     "conversations (API)": ("/api/v1/imports/conversations/", "conversations.jsonl", {"format": "jsonl", "dry_run": "true"}),
     "conversations (page)": ("/corpus/import/conversations/", "conversations.jsonl", {"format": "jsonl", "dry_run": "on"}),
+    "VERA-MH transcripts zip (API)": ("/api/v1/imports/conversations/", "transcripts.zip", {"format": "vera-mh", "dry_run": "true"}),
     "personas YAML (API)": ("/api/v1/imports/personas/", "personas.yaml", {"format": "yaml", "dry_run": "true"}),
     "personas TSV (API)": ("/api/v1/imports/personas/", "personas.tsv", {"format": "vera-mh", "dry_run": "true"}),
     "personas (page)": ("/corpus/import/personas/", "personas.yaml", {"format": "yaml", "dry_run": "on"}),
