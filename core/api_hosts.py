@@ -91,7 +91,9 @@ def parse_entry(text: str) -> HostEntry:
     """Read ``host``, ``host:port``, ``host:*``, ``[v6]:port`` or a bare IPv6 address as an entry."""
     raw = (text or "").strip().lower()
     if "://" in raw or "/" in raw:
-        raise HostEntryError(f"'{text}': give a host and port (e.g. llm.example.org:8443), not a URL")
+        where = destination(raw if "://" in raw else f"https://{raw}")
+        hint = f": enter {where.entry}" if where else " (e.g. llm.example.org:8443)"
+        raise HostEntryError(f"'{text}' is a URL; give a host and port{hint}")
     port_text = ""
     if raw.startswith("["):
         host, _, rest = raw[1:].partition("]")
