@@ -22,7 +22,7 @@ class Received:
     body: bytes
 
 
-class _Server:
+class Server:
     def __init__(self, answer: Any) -> None:
         self.received: list[Received] = []
         lock = threading.Lock()
@@ -75,9 +75,9 @@ class RedirectPair:
         self.status = status
 
     def __enter__(self) -> RedirectPair:
-        self.recorder = _Server(lambda path: (200, {"Content-Type": "application/json"}, b"{}"))
+        self.recorder = Server(lambda path: (200, {"Content-Type": "application/json"}, b"{}"))
         target = self.recorder.origin
-        self.redirector = _Server(lambda path: (self.status, {"Location": target + path}, b""))
+        self.redirector = Server(lambda path: (self.status, {"Location": target + path}, b""))
         return self
 
     def __exit__(self, *exc: object) -> None:
