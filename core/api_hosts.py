@@ -200,6 +200,16 @@ def _load_approved() -> tuple[str, ...]:
     return tuple(AllowedApiHost.objects.values_list("host", flat=True))
 
 
+def _load_approved_aside() -> tuple[str, ...]:
+    """``_load_approved`` in the helper thread, which keeps no database connection between loads."""
+    from django.db import connections
+
+    try:
+        return _load_approved()
+    finally:
+        connections.close_all()
+
+
 def _in_running_loop() -> bool:
     try:
         asyncio.get_running_loop()
@@ -225,7 +235,7 @@ def approved_entries() -> list[HostEntry]:
             if _loader is None:
                 _loader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-hosts")
             loader = _loader
-        hosts = loader.submit(_load_approved).result(timeout=30)
+        hosts = loader.submit(_load_approved_aside).result(timeout=30)
         with _snapshot_lock:
             _snapshot = snapshot = (time.monotonic(), hosts)
     return _entries(snapshot[1])

@@ -133,6 +133,7 @@ def test_the_policy_leaves_other_http_clients_alone():
     from core import http_policy
 
     http_policy.install()
+    assert http_policy.is_installed()
     with RedirectPair(307) as pair:
         response = httpx.get(pair.redirector.origin + "/x", follow_redirects=True)
     assert response.status_code == 200 and len(pair.recorder.received) == 1
