@@ -50,15 +50,6 @@ class AllowedApiHostAdmin(admin.ModelAdmin):
         if not change:
             obj.added_by = request.user  # type: ignore[assignment]
         super().save_model(request, obj, form, change)
-        api_hosts.forget_snapshot()
-
-    def delete_model(self, request: HttpRequest, obj: AllowedApiHost) -> None:
-        super().delete_model(request, obj)
-        api_hosts.forget_snapshot()
-
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        super().delete_queryset(request, queryset)
-        api_hosts.forget_snapshot()
 
 
 class DestinationCheckedAdmin(admin.ModelAdmin):

@@ -248,6 +248,11 @@ def forget_snapshot() -> None:
         _snapshot = None
 
 
+def forget_snapshot_on_change(**kwargs: Any) -> None:
+    """Drop the snapshot when an approved host is saved or deleted (a model signal's receiver)."""
+    forget_snapshot()
+
+
 # -- the rule --------------------------------------------------------------------------------
 
 
@@ -286,4 +291,3 @@ def approve(*, url: str, actor: Any, note: str = "") -> None:
     if where is None or destination_listed(where):
         return
     AllowedApiHost.objects.get_or_create(host=where.entry, defaults={"added_by": actor, "note": note[:300]})
-    forget_snapshot()

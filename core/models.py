@@ -26,18 +26,8 @@ class AllowedApiHost(models.Model):
         return self.host
 
     def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        from core.api_hosts import forget_snapshot
-
         self.host = self.host.strip().lower()
         super().save(*args, **kwargs)
-        forget_snapshot()  # this process's event loops read the list afresh (others within seconds)
-
-    def delete(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        from core.api_hosts import forget_snapshot
-
-        result = super().delete(*args, **kwargs)
-        forget_snapshot()
-        return result
 
 
 class StagedUpload(models.Model):
