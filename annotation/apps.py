@@ -13,6 +13,7 @@ class AnnotationConfig(AppConfig):
         import annotation.tasks  # noqa: F401  # the tasks and the workers' reminder check, in every process
         from annotation.home import home_studies
         from annotation.models import Study
+        from annotation.studies.selectors import study_list_for_user
         from core.home import HomeSection, home_section_register
         from corpus.conversations.collections import ConversationCollection, collection_register
 
@@ -21,7 +22,11 @@ class AnnotationConfig(AppConfig):
             ConversationCollection(
                 key="study",
                 label="Study",
-                choices=lambda: Study.objects.order_by("-created_at"),
+                # Only the studies the user may read: a researcher who is not a member may not judge
+                # (and so list) a study's conversations, nor learn its name from the form.
+                choices=lambda user: (
+                    Study.objects.all() if user is None else Study.objects.filter(pk__in=study_list_for_user(user).values("pk"))
+                ).order_by("-created_at"),
                 conversation_filter=lambda study_id: Q(study_links__study_id=study_id),
             )
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from annotation.rating.selectors import study_title_for_raters
 from annotation.studies.selectors import study_list_for_rater, study_list_for_user
 from core.roles import Role
 
@@ -13,7 +14,11 @@ from core.roles import Role
 def home_studies(request: HttpRequest, roles: frozenset[str]) -> dict[str, Any] | None:
     """Return the studies shown on the home page for this user's roles."""
     context: dict[str, Any] = {
-        "rater_studies": list(study_list_for_rater(request.user)) if Role.CLINICIAN in roles else None,
+        # A rater sees each study by its rater-facing title only: the internal name may say
+        # which chatbot or which arm it is (blinding).
+        "rater_studies": [study_title_for_raters(s) for s in study_list_for_rater(request.user).order_by("pk")]
+        if Role.CLINICIAN in roles
+        else None,
         "managed_studies": list(study_list_for_user(request.user))
         if roles & {Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN}
         else [],

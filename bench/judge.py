@@ -258,6 +258,7 @@ def main() -> None:
                 DJANGO_SETTINGS_MODULE="evalsite.settings.base", DJANGO_DEBUG="0", DJANGO_LOG_LEVEL="WARNING",
                 EVALSITE_VAR_DIR=tempfile.mkdtemp(prefix=f"judgebench-{mode}-"), LITELLM_LOCAL_MODEL_COST_MAP="True",
                 HF_HUB_OFFLINE="1", REDIS_URL=args.redis_url if mode == "worker-redis" else "",
+                EVALSITE_API_HOSTS="127.0.0.1:*",  # the fake LLM's loopback port (core.api_hosts)
             )
             env[KEY_ENV] = "sk-bench-not-a-real-key"
             if args.database_url:

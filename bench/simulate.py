@@ -72,6 +72,9 @@ def _child_environment(args: argparse.Namespace, mode: str) -> dict[str, str]:
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         HF_HUB_OFFLINE="1",
         REDIS_URL=args.redis_url if mode == "worker-redis" else "",
+        # The fake LLM server listens on a loopback port: this machine's ports are allowed only
+        # when listed (core.api_hosts), as an operator would approve a local model server's.
+        EVALSITE_API_HOSTS="127.0.0.1:*",
     )
     env[KEY_ENV] = "sk-bench-not-a-real-key"
     if args.database_url:

@@ -21,6 +21,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem
 from core.roles import Role
 
@@ -37,7 +38,7 @@ class AccountsResult:
 
 def accounts_create_from_csv(*, text: str, file: str, dry_run: bool = False, initial_passwords: bool = False) -> AccountsResult:
     """Create one account per row with its roles (Django groups); raise ImportRejected on any problem."""
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    reader = BoundedCsv(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))), file)
     header = {(n or "").strip().lower(): n for n in reader.fieldnames or []}
     missing = [c for c in COLUMNS if c not in header]
     if missing:

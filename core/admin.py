@@ -13,12 +13,35 @@ from django.contrib.auth.admin import UserAdmin
 from django.db import models
 from django.http import HttpRequest
 
+from core import api_hosts
 from core.models import AllowedApiHost
+from core.parsers import BoundedJSONField
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
+
+
+class AllowedApiHostForm(forms.ModelForm):
+    """An entry is a host and a port; this machine's model servers are suggested by name."""
+
+    class Meta:
+        model = AllowedApiHost
+        fields = ["host", "note"]
+        help_texts = {
+            "host": "A host and port: llm.example.org:8443, *.example.org (port 443 for https), [::1]:8000. "
+            "A model server on this machine needs its own port, e.g. "
+            + ", ".join(f"{entry} ({name})" for entry, name in api_hosts.LOCAL_MODEL_SERVERS)
+            + ". Never a whole machine: localhost without a port allows only ports 80 and 443.",
+        }
+
+    def clean_host(self) -> str:
+        try:
+            return str(api_hosts.parse_entry(self.cleaned_data["host"]))
+        except api_hosts.HostEntryError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
 
 @admin.register(AllowedApiHost)
 class AllowedApiHostAdmin(admin.ModelAdmin):
+    form = AllowedApiHostForm
     list_display = ["host", "note", "added_by", "added_at"]
     search_fields = ["host", "note"]
     readonly_fields = ["added_by", "added_at"]
@@ -37,7 +60,7 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
 
     destination_fields: tuple[str, str, str] = ("api_base", "api_key_env", "")
     params_field = "params"
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}, models.JSONField: {"form_class": BoundedJSONField}}
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> type[forms.ModelForm]:
         base = super().get_form(request, obj, change, **kwargs)
@@ -56,12 +79,16 @@ class DestinationCheckedAdmin(admin.ModelAdmin):
                 header_envs=header_env_names(value(headers_field) or {}) if headers_field else (),
                 params=value(self.params_field) if self.params_field else None,
                 actor=request.user,
-            )
+            ) + self.more_problems(value)
             if problems:
                 raise forms.ValidationError(problems)
             return data
 
         return type(base.__name__, (base,), {"clean": clean})
+
+    def more_problems(self, value: Callable[[str], Any]) -> list[str]:
+        """Return what else the app that owns the model refuses (``value(field)`` reads the form)."""
+        return []
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)

@@ -9,9 +9,12 @@ from core.roles import Role, user_roles
 
 
 def navigation(request: HttpRequest) -> dict:
-    roles = user_roles(request.user)
+    # No user when the request failed before AuthenticationMiddleware ran (a bad Host header
+    # answered 400 by SecurityMiddleware): the error page then shows no navigation.
+    user = getattr(request, "user", None)
+    roles = user_roles(user) if user is not None else frozenset()
     links: list[tuple[str, str]] = []
-    if not roles and not getattr(request.user, "is_authenticated", False):
+    if not roles and not getattr(user, "is_authenticated", False):
         return {"nav_links": links, "user_roles": roles}
     links.append(("Home", reverse("home")))
     if Role.CLINICIAN in roles:

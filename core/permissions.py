@@ -7,7 +7,8 @@ from functools import wraps
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
-from rest_framework.permissions import BasePermission
+from rest_framework import routers
+from rest_framework.permissions import BasePermission, IsAuthenticated
 
 from core.roles import API_ROLES, can_import, can_view_corpus, has_any_role
 
@@ -59,3 +60,9 @@ class UsesTheApi(BasePermission):
 
     def has_permission(self, request: Any, view: Any) -> bool:
         return has_any_role(request.user, API_ROLES)
+
+
+class ApiRootView(routers.APIRootView):
+    """The list of API endpoints (``/api/v1/``): for the roles that use the API, like its schema and docs."""
+
+    permission_classes = [IsAuthenticated, UsesTheApi]

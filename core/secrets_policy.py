@@ -8,8 +8,11 @@ their own, and the server would send that secret there. So:
 - a key variable must match ``EVALSITE_KEY_ENV_ALLOWED`` (default ``*_API_KEY``, ``*_API_TOKEN``)
   and never the app's own secrets (``DATABASE_URL``, ``REDIS_URL``, ``DJANGO_*``, ``EVALSITE_*``,
   ``SECRET_KEY``, plus ``EVALSITE_KEY_ENV_DENIED``), whoever asks;
-- a base URL's host must be in ``EVALSITE_API_HOSTS`` or approved by an administrator
-  (``AllowedApiHost``); an administrator who saves an unlisted host approves it.
+- a base URL's host and port must be in ``EVALSITE_API_HOSTS`` or approved by an administrator
+  (``AllowedApiHost``; ``core.api_hosts``); an administrator who saves an unlisted one approves
+  it; this machine's ports are never allowed by default;
+- extra parameters are documented generation parameters only, never a credential, an endpoint,
+  a region, an identity provider or a secret reference (``core.llm_params``).
 
 Every entry point (pages, API, admin, commands) checks with the acting user; the LLM client and
 the HTTP chatbot client check again at call time, so a row stored before the rule (or edited in
@@ -26,7 +29,9 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from core import api_hosts
 from core.errors import ServiceError
+from core.llm_params import params_problems
 from core.roles import Role, user_roles
 
 # The app's own secrets: never sent anywhere, whatever the configured allow-list says.
@@ -34,13 +39,6 @@ ALWAYS_DENIED = ("DATABASE_URL", "REDIS_URL", "DJANGO_*", "EVALSITE_*", "SECRET_
 # A reference to an environment variable inside an HTTP chatbot's header value: ``${NAME}``.
 ENV_REF_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_KEY_PATTERNS = ("*_API_KEY", "*_API_TOKEN")
-DEFAULT_API_HOSTS = (
-    "localhost", "127.0.0.1", "::1",  # local OpenAI-compatible servers (the offline model, tests)
-    "api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com", "openrouter.ai",
-    "api.mistral.ai", "api.groq.com", "api.together.xyz", "api.deepseek.com", "*.openai.azure.com",
-)
-
-
 class SecretsPolicyError(ServiceError):
     """A key variable or a base URL the policy refuses."""
 
@@ -71,22 +69,10 @@ def key_env_hint() -> str:
     return " or ".join(_setting("EVALSITE_KEY_ENV_ALLOWED", DEFAULT_KEY_PATTERNS))
 
 
-def _host_listed(host: str) -> bool:
-    from core.models import AllowedApiHost
-
-    patterns = _setting("EVALSITE_API_HOSTS", DEFAULT_API_HOSTS)
-    if any(fnmatch.fnmatchcase(host, p.strip().lower()) for p in patterns):
-        return True
-    approved = AllowedApiHost.objects.values_list("host", flat=True)
-    return any(fnmatch.fnmatchcase(host, p) for p in approved)
-
-
 def api_host(url: str) -> str:
     """Return the lower-case host of ``url`` ("" when there is none)."""
-    try:
-        return (urlsplit(url.strip()).hostname or "").lower()
-    except ValueError:
-        return ""
+    where = api_hosts.destination(url)
+    return where.host if where else ""
 
 
 def is_admin(actor: Any) -> bool:
@@ -94,48 +80,19 @@ def is_admin(actor: Any) -> bool:
 
 
 def api_base_problem(url: str, *, actor: Any = None) -> str | None:
-    """Return why calls may not go to ``url``, or None. An administrator may name any host."""
+    """Return why calls may not go to ``url``, or None. An administrator may name any host and port."""
     url = (url or "").strip()
     if not url:
-        return None  # the provider's own endpoint
+        return None  # the provider's own endpoint (checked request by request by core.http_policy)
+    where = api_hosts.destination(url)
+    if where is None:
+        return f"the base URL {url} is not an http(s) URL with a host and a valid port"
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not api_host(url):
-        return f"the base URL {url} is not an http(s) URL"
     if parts.username or parts.password:
         return "the base URL may not hold a user name or password; name a key variable instead"
-    host = api_host(url)
-    if _host_listed(host) or is_admin(actor):
+    if api_hosts.destination_listed(where) or is_admin(actor):
         return None
-    return (
-        f"the host {host} is not on the list of allowed API hosts; an administrator can approve it "
-        "(Admin > Allowed API hosts) or add it to EVALSITE_API_HOSTS"
-    )
-
-
-# Provider parameters that move a call elsewhere (Bedrock's aws_bedrock_runtime_endpoint, a
-# proxy...): the base URL field is the one place for that, checked against the hosts.
-_WHERE_KEY = re.compile(r"base|url|endpoint|host|proxy", re.IGNORECASE)
-
-
-def params_problems(params: Any) -> list[str]:
-    """Return why sampling parameters may not be sent: they read the environment or redirect."""
-    problems: list[str] = []
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not path and _WHERE_KEY.search(str(key)):
-                    problems.append(f"the parameter {key} would send calls elsewhere; use the base URL field")
-                walk(item, f"{path}.{key}" if path else str(key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                walk(item, f"{path}.{index}")
-        elif isinstance(value, str) and "os.environ/" in value:
-            # litellm reads "os.environ/NAME" values from the environment for some providers.
-            problems.append(f"the parameter {path} may not read an environment variable (os.environ/...)")
-
-    walk(params or {}, "")
-    return problems
+    return api_hosts.not_listed_message(where)
 
 
 def destination_problems(
@@ -165,10 +122,6 @@ def destination_enforce(*, api_base: str = "", key_env: str = "", header_envs: I
 
 
 def api_host_approve(*, url: str, actor: Any, note: str = "") -> None:
-    """Record that an administrator approved the host of ``url`` (no-op when already allowed)."""
-    from core.models import AllowedApiHost
-
-    host = api_host(url or "")
-    if not host or not is_admin(actor) or _host_listed(host):
-        return
-    AllowedApiHost.objects.get_or_create(host=host, defaults={"added_by": actor, "note": note[:300]})
+    """Record that an administrator approved the host and port of ``url`` (no-op when already allowed)."""
+    if is_admin(actor):
+        api_hosts.approve(url=url, actor=actor, note=note)

@@ -1,6 +1,7 @@
 """Read YAML or JSON documents and locate a field's line for precise error reports.
 
-Pure Python (PyYAML only). JSON is valid YAML, so one reader serves both formats.
+Pure Python (PyYAML only). JSON is valid YAML, so one reader serves both formats. Parsing is
+bounded (``core.bounded``): nesting depth, alias expansion, values JSON can store.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from core.bounded import TooComplex, yaml_compose
 from core.problems import ImportRejected, Problem
 
 Path = Sequence[str | int]
@@ -22,9 +24,11 @@ class Document:
 
     def __init__(self, text: str, file: str):
         self.file = file
+        self.data: Any
         try:
-            self.root = yaml.compose(text, Loader=yaml.SafeLoader)
-            self.data: Any = yaml.safe_load(text)
+            self.root, self.data = yaml_compose(text)
+        except TooComplex as exc:
+            raise ImportRejected([Problem(str(exc), file, exc.line)]) from exc
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None

@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from core import api_docs, passwords
 from core import views as core_views
+from core.permissions import ApiRootView
 from corpus.conversations import api as conversations_api
 from corpus.instruments import api as instruments_api
 from corpus.personas import api as personas_api
@@ -15,6 +16,7 @@ from reports import api as reports_api
 from simulation import api as simulation_api
 
 router = DefaultRouter()
+router.APIRootView = ApiRootView  # the endpoint list: for the roles that use the API, not raters
 router.register("conversations", conversations_api.ConversationViewSet, basename="conversation")
 router.register("persona-sets", personas_api.PersonaSetViewSet, basename="persona-set")
 router.register("targets", targets_api.TargetViewSet, basename="target")

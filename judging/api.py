@@ -119,6 +119,7 @@ class JudgeRunViewSet(
                 study_id=v["study_id"],
                 codes=v["codes"],
                 include_flagged=v["include_flagged"],
+                user=request.user,
             )
             judges = selectors.judges_by_reference(v["judges"])
             if preflight_enabled():
@@ -174,9 +175,11 @@ class JudgeRunViewSet(
     @extend_schema(request=None, responses={200: JudgeRunSerializer, 409: OpenApiResponse(description="Already finished")})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Cancel a run: pending judgements are skipped."""
+        """Cancel a run: pending judgements are skipped (its creator, its study's members, admins)."""
         try:
-            run = services.judge_run_cancel(run=self.get_object())
+            run = self.get_object()
+            selectors.run_require_act(request.user, run)
+            run = services.judge_run_cancel(run=run)
         except JudgingError as exc:
             return _refused(exc)
         return Response(JudgeRunSerializer(run).data)
@@ -189,6 +192,7 @@ class JudgeRunViewSet(
     def retry(self, request: Request, pk: str | None = None) -> Response:
         """Schedule the failed judgements of a finished run again, after the launch check of their judges."""
         run = self.get_object()
+        selectors.run_require_act(request.user, run)
         if preflight_enabled():
             report = run_retry_preflight(run)
             if not report.ok:

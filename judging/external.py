@@ -23,6 +23,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem
 from corpus.conversations.selectors import conversation_ids_resolve
 from corpus.instruments.flow import LABELS as FLOW_LABELS
@@ -79,7 +80,7 @@ def _allowed(instrument: Instrument) -> dict[str, tuple[str, ...]]:
 
 
 def _parse(text: str, file: str, instrument: Instrument) -> tuple[list[_Label], list[Problem], int]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    reader = BoundedCsv(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))), file)
     header = {(n or "").strip().lower(): n for n in reader.fieldnames or []}
     missing = [c for c in COLUMNS if c not in header]
     if missing:

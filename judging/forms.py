@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 
+from core.bounded import TooComplex, json_loads
 from core.secrets_policy import key_env_hint
 from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
@@ -57,9 +58,11 @@ class JudgeForm(forms.Form):
     def clean_params(self) -> dict[str, Any]:
         text = self.cleaned_data.get("params") or "{}"
         try:
-            value = json.loads(text)
+            value = json_loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg}") from exc
+        except TooComplex as exc:
+            raise forms.ValidationError(str(exc)) from exc
         if not isinstance(value, dict):
             raise forms.ValidationError("must be a JSON object")
         return value
@@ -120,13 +123,13 @@ class JudgeRunForm(forms.Form):
     )
     use_cache = forms.BooleanField(required=False, initial=True, help_text="Answer identical earlier calls from the cache, free")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         studies = collection_get("study")
         if studies is None:
             del self.fields["study"]
         else:
-            self.fields["study"].queryset = studies.choices()
+            self.fields["study"].queryset = studies.choices(user)  # only the studies this user may read
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

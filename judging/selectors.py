@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
-from core.roles import Role, has_any_role
+from core.roles import Role, has_any_role, user_roles
 from corpus.conversations.collections import collection_get
 from corpus.models import Conversation, Item, Message
 from judging.errors import JudgingError
@@ -112,12 +113,14 @@ def conversation_ids_for_judging(
     study_id: int | None = None,
     codes: list[str] | None = None,
     include_flagged: bool = False,
+    user: Any = None,
 ) -> tuple[list[int], dict[str, Any]]:
     """Return the conversation ids of a selection and the selection as the run records it.
 
     The criteria combine (AND). A simulation batch is the conversations whose metadata carries
     its ``batch_id`` or ``batch_code``. Conversations flagged by the integrity checks are left out unless
-    ``include_flagged``: a flagged conversation is never scored.
+    ``include_flagged``: a flagged conversation is never scored. A study must be one ``user`` may
+    read (None: an operator's command); one that exists but is not answers like one that does not.
     """
     if not (batch_ids or persona_set_ids or study_id or codes):
         raise JudgingError("choose conversations: a batch, a persona set, a study or codes")
@@ -130,8 +133,8 @@ def conversation_ids_for_judging(
         qs = qs.filter(persona__persona_set_id__in=persona_set_ids)
     if study_id:
         studies = collection_get("study")
-        if studies is None or not studies.choices().filter(pk=study_id).exists():
-            raise JudgingError(f"no study {study_id}")
+        if studies is None or not studies.choices(user).filter(pk=study_id).exists():
+            raise JudgingError(f"no study {study_id} among the studies you can read")
         qs = qs.filter(studies.conversation_filter(study_id))
     if codes:
         codes = [c.strip() for c in codes if c.strip()]
@@ -167,12 +170,39 @@ def run_list_for_user(user: User) -> QuerySet[JudgeRun]:
     return JudgeRun.objects.select_related("instrument").prefetch_related("judges").order_by("-created_at", "-id")
 
 
-def run_get_for_user(user: User, *, pk: int) -> JudgeRun:
+def run_get_for_user(user: User, *, pk: int, act: bool = False) -> JudgeRun:
+    """Return a run the user may read; with ``act``, one they may also cancel or retry (else 403)."""
     require_view(user)
     try:
-        return JudgeRun.objects.select_related("instrument", "created_by").get(pk=pk)
+        run = JudgeRun.objects.select_related("instrument", "created_by").get(pk=pk)
     except JudgeRun.DoesNotExist as exc:
         raise Http404("not found") from exc
+    if act:
+        run_require_act(user, run)
+    return run
+
+
+def run_require_act(user: User, run: JudgeRun) -> None:
+    """Raise PermissionDenied (403) unless the user may cancel or retry ``run``."""
+    if not run_may_act(user, run):
+        raise PermissionDenied(
+            "only the researcher who started this run, the members of its study or an administrator may cancel or retry it"
+        )
+
+
+def run_may_act(user: User, run: JudgeRun) -> bool:
+    """Return whether the user may cancel or retry the run: its creator, an admin, or a member of its study.
+
+    Researchers read every run (the corpus is theirs to read), but acting on one stops or spends
+    someone else's work: that is for whoever started it, the study it was chosen from, or an admin.
+    """
+    if not can_manage_judging(user):
+        return False
+    if Role.ADMIN in user_roles(user) or (run.created_by_id is not None and run.created_by_id == user.pk):
+        return True
+    study_id = (run.selection or {}).get("study_id")
+    studies = collection_get("study")
+    return bool(study_id) and studies is not None and studies.choices(user).filter(pk=study_id).exists()
 
 
 @dataclass

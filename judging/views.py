@@ -132,7 +132,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @manage_required
 def run_create(request: HttpRequest) -> HttpResponse:
-    form = JudgeRunForm(request.POST or None)
+    form = JudgeRunForm(request.POST or None, user=request.user)
     report = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -143,6 +143,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
                 study_id=data["study"].pk if data.get("study") else None,
                 codes=data["codes"],
                 include_flagged=data["include_flagged"],
+                user=request.user,
             )
             report = judges_preflight(list(data["judges"])) if preflight_enabled() else None
             if report is not None and not report.ok:
@@ -213,7 +214,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "rows": rows,
         "formats": FORMATS,
         "errors": selectors.run_error_groups(run),
-        "can_manage": selectors.can_manage_judging(request.user),
+        "can_manage": selectors.run_may_act(request.user, run),  # its buttons: cancel, retry
         "stalled": selectors.run_stalled_count(run),
         "seconds_left": selectors.run_seconds_left(run),
     }
@@ -263,7 +264,7 @@ def run_export(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse
 @manage_required
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = selectors.run_get_for_user(request.user, pk=pk)
+    run = selectors.run_get_for_user(request.user, pk=pk, act=True)
     try:
         services.judge_run_cancel(run=run)
         messages.success(request, "Run cancelled; judgements under way stop at their next step and store nothing.")
@@ -275,7 +276,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @manage_required
 @require_POST
 def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
-    run = selectors.run_get_for_user(request.user, pk=pk)
+    run = selectors.run_get_for_user(request.user, pk=pk, act=True)
     if preflight_enabled():
         # Retrying into the same refusal helps nobody: check the judges as they are now first.
         report = run_retry_preflight(run)

@@ -1,7 +1,11 @@
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import admin
 
 from core.admin import DestinationCheckedAdmin
 from corpus.models import Conversation, Message, Persona, PersonaSet, Target
+from corpus.targets.http_config import header_problems
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 
 
@@ -21,6 +25,10 @@ class PersonaSetAdmin(admin.ModelAdmin):
 class TargetAdmin(DestinationCheckedAdmin):
     list_display = ["code", "name", "kind", "model", "api_base"]
     destination_fields = ("api_base", "api_key_env", "http_headers")
+
+    def more_problems(self, value: Callable[[str], Any]) -> list[str]:
+        headers = value("http_headers") or {}
+        return header_problems(headers) if isinstance(headers, dict) else ["the headers must be a JSON object"]
 
 
 class MessageInline(admin.TabularInline):

@@ -111,7 +111,7 @@ class SimulationBatchViewSet(
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, code: str) -> Response:
         """Stop the batch: queued conversations will not start, running ones stop before their next call."""
-        batch = self.get_object()
+        batch = reads.batch_get_for_user(request.user, code=code, act=True)
         try:
             simulation_batch_cancel(batch_id=batch.pk)
         except SimulationError as exc:
@@ -127,7 +127,7 @@ class SimulationBatchViewSet(
         First the launch check: the user-agent and the chatbots of the runs to resume each answer one
         small call; a model that fails is a 400 naming it, and nothing is resumed.
         """
-        batch = self.get_object()
+        batch = reads.batch_get_for_user(request.user, code=code, act=True)
         data = BatchResumeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         include_failed = data.validated_data["include_failed"]

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
+from core.parsers import BoundedJSONField
+
 
 class _PersonaChoice(forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj):  # type: ignore[no-untyped-def]
@@ -41,9 +43,9 @@ class SimulationBatchForm(forms.Form):
         help_text="Name of the environment variable holding the key, ending in _API_KEY or _API_TOKEN by default "
         "(the key itself is never stored)",
     )
-    user_params = forms.JSONField(
+    user_params = BoundedJSONField(
         required=False, initial={"temperature": 1.0}, label="User-agent parameters",
-        help_text='JSON, e.g. {"temperature": 1.0}', widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='Generation parameters as JSON, e.g. {"temperature": 1.0} (temperature, top_p, max_tokens, seed, stop...)', widget=forms.Textarea(attrs={"rows": 2}),
     )
     user_max_concurrent = forms.IntegerField(min_value=0, initial=8, label="User-agent concurrent calls (0 = no cap)")
     user_requests_per_minute = forms.IntegerField(min_value=0, initial=0, label="User-agent requests per minute (0 = no limit)")

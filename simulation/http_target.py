@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
+from core import http_policy
 from core.secrets_policy import SecretsPolicyError, destination_enforce, header_env_names
-from corpus.targets.http_config import ENV_RE, FIELD_RE
+from corpus.targets.http_config import ENV_RE, FIELD_RE, header_problems
 from simulation.llm import LLMError, LLMResult, RateLimiter, RetryPolicy, request_hash
-from simulation.llm.client import DEFAULT_RETRY, _scrub, retry_after_seconds
+from simulation.llm.client import DEFAULT_RETRY, retry_after_seconds
 
 
 def resolve_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -109,10 +110,13 @@ def http_chat(
     """POST the conversation to an HTTP chatbot and return its reply as an ``LLMResult``."""
     import httpx
 
-    try:  # the secrets policy, again at call time: the endpoint's host and every ${NAME}
+    try:  # the secrets policy, again at call time: the endpoint's host and port and every ${NAME}
         destination_enforce(api_base=url, header_envs=header_env_names(headers))
     except SecretsPolicyError as exc:
         raise LLMError(f"{model_label}: {exc}", kind="auth") from exc
+    refused_headers = header_problems(headers)
+    if refused_headers:  # a Host or hop-by-hop header stored before the rule: refused, not sent
+        raise LLMError(f"{model_label}: " + "; ".join(refused_headers), kind="bad_request")
     system = [m for m in messages if m["role"] == "system"]
     history = [m for m in messages if m["role"] != "system"]
     fields = {
@@ -125,14 +129,9 @@ def http_chat(
         "params": dict(params),
     }
     body = fill(dict(request_template) or {"messages": "{{messages}}"}, fields)
-    resolved, secrets = resolve_headers(headers)
+    resolved, _ = resolve_headers(headers)
     rhash = request_hash(model=model_label, api_base=url, params=dict(params), messages=messages, response_format=None)
     rate_key = f"http:{url}"
-
-    def scrub(text: str) -> str:
-        for secret in secrets:
-            text = _scrub(text, secret)
-        return _scrub(text, None)
 
     with httpx.Client(timeout=timeout) as client:
         for attempt in range(1, retry.max_attempts + 1):
@@ -141,15 +140,17 @@ def http_chat(
                 limiter.acquire(rate_key)
             started = time.perf_counter()
             try:
-                response = client.post(url, json=body, headers=resolved)
+                # Under the outbound policy: no redirect followed, only an allowed host and port.
+                response = http_policy.call(client.post, url, json=body, headers=resolved)
                 latency_ms = (time.perf_counter() - started) * 1000.0
-                if response.status_code >= 400:
+                if response.status_code >= 400 or response.status_code < 200:
                     kind, retryable = _classify(response.status_code)
                     if kind == "rate_limited":
                         retry_after = retry_after_seconds(SimpleNamespace(response=response))
+                    # The status only, in our words: the remote body may echo anything (a key, or
+                    # the banner of a service that is not a chatbot at all).
                     error = LLMError(
-                        f"{model_label}: {kind} after {attempt} attempt(s): HTTP {response.status_code} "
-                        + scrub(response.text[:300]),
+                        f"{model_label}: {kind} after {attempt} attempt(s): the endpoint answered HTTP {response.status_code}",
                         kind=kind, retryable=retryable, attempts=attempt, status_code=response.status_code,
                     )
                 else:
@@ -165,14 +166,19 @@ def http_chat(
                         f"{model_label}: empty after {attempt} attempt(s): nothing at '{response_path}'",
                         kind="empty", retryable=True, attempts=attempt,
                     )
-            except httpx.TimeoutException as exc:
-                error = LLMError(f"{model_label}: timeout after {attempt} attempt(s): {scrub(str(exc))}",
+            except http_policy.OutboundRefused as exc:
+                error = LLMError(f"{model_label}: {exc.kind} after {attempt} attempt(s): {exc}",
+                                 kind=exc.kind, retryable=False, attempts=attempt, status_code=exc.status_code)
+            except httpx.TimeoutException:
+                error = LLMError(f"{model_label}: timeout after {attempt} attempt(s): no answer within {timeout:g} s",
                                  kind="timeout", retryable=True, attempts=attempt)
-            except httpx.TransportError as exc:
-                error = LLMError(f"{model_label}: server_error after {attempt} attempt(s): {scrub(str(exc))}",
+            except httpx.TransportError:
+                # Not the library's text: "refused" versus "disconnected" would tell a port scan
+                # which of this server's ports are open.
+                error = LLMError(f"{model_label}: server_error after {attempt} attempt(s): the endpoint could not be reached",
                                  kind="server_error", retryable=True, attempts=attempt)
-            except ValueError as exc:  # the body is not JSON
-                error = LLMError(f"{model_label}: bad_request after {attempt} attempt(s): reply is not JSON ({exc})",
+            except ValueError:  # the body is not JSON
+                error = LLMError(f"{model_label}: bad_request after {attempt} attempt(s): the reply is not JSON",
                                  kind="bad_request", retryable=False, attempts=attempt)
             finally:
                 if limiter is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from core import api_hosts
 from corpus.models import Target
 from simulation.errors import SimulationError
 
@@ -81,7 +82,12 @@ def api_base(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> str:
 
 @transaction.atomic
 def offline_target_register(*, base_url: str, code: str = TARGET_CODE) -> tuple[Target, bool]:
-    """Create (or point at ``base_url``) the offline model's Target, clearly labelled."""
+    """Create (or point at ``base_url``) the offline model's Target, clearly labelled, and allow its port.
+
+    Run by whoever operates the server (``manage.py offline_model --register``): its host and
+    port become an approved API host, the one port of this machine the app may call.
+    """
+    api_hosts.approve(url=base_url, actor=None, note="the offline model (manage.py offline_model --register)")
     target, created = Target.objects.update_or_create(
         code=code,
         defaults={

@@ -36,6 +36,10 @@ FIX_HINTS: dict[str, str] = {
     "timeout": "Calls took too long: check that the endpoint answers, raise the timeout or lower the concurrency.",
     "server_error": "The endpoint failed or could not be reached: check the API base URL and the provider's "
     "status, then retry.",
+    "redirect": "The endpoint answered with a redirect, which evalsite never follows (a redirect could carry the key "
+    "and the conversation to another host): set the base URL to the address the provider documents.",
+    "refused": "The call would have gone to a host or port that is not allowed: an administrator approves it in "
+    "Admin > Allowed API hosts (a model server on this machine: its port, e.g. localhost:11434).",
     "empty": "The model answered with no text: check the model and its parameters (a token limit too low for a "
     "reasoning model gives empty replies).",
     "invalid_output": "The judge's replies did not follow the output schema even after the format retries: try "
@@ -141,8 +145,41 @@ def _missing_key(spec: ModelSpec) -> str:
     return ""
 
 
+def in_our_words(exc: LLMError, timeout: float) -> str:
+    """Say what failed from the error's kind and status only: never the remote body or the library's text.
+
+    A launch check is the quickest way to make the server call an address and show what came
+    back: the remote body (or an error text that quotes it) could echo a key, encoded or not, or
+    tell an open port from a closed one. The status and our own words say enough to act on.
+    """
+    status = exc.status_code
+    http = f" (HTTP {status})" if status else ""
+    if exc.kind == "timeout":
+        return f"no answer within {timeout:g} seconds"
+    if exc.kind == "server_error":
+        return f"the endpoint answered with an error{http}" if status else "the endpoint could not be reached"
+    if exc.kind == "rate_limited":
+        return "the endpoint is limiting requests (HTTP 429)"
+    if exc.kind == "auth":
+        return f"the endpoint refused the key{http}" if status else "no usable key was found for this model"
+    if exc.kind == "bad_request":
+        return f"the endpoint refused the request as sent{http}" if status else "the request could not be made as configured"
+    if exc.kind == "empty":
+        return "the reply had no text"
+    if exc.kind == "redirect":
+        return f"the endpoint answered with a redirect{http}, which is never followed"
+    if exc.kind == "refused":
+        return "the call would have gone to a host or port that is not on the list of allowed API hosts"
+    return f"the call failed{http}"
+
+
 def check_model(used_by: str, spec: ModelSpec, *, response_format: dict[str, Any] | None = None) -> ModelCheck:
-    """Check one model: its key variable, then one small call as the run would make it."""
+    """Check one model: the secrets policy, its key variable, then one small call as the run would make it."""
+    from core.secrets_policy import destination_problems
+
+    refused = destination_problems(api_base=spec.api_base, key_env=spec.api_key_env, params=spec.params)
+    if refused:  # our own words about the chatbot's own settings: said as they are
+        return ModelCheck(used_by, spec.model, False, "auth", "refused by the secrets policy: " + "; ".join(refused))
     missing = _missing_key(spec)
     if missing:
         return ModelCheck(used_by, spec.model, False, "auth", missing)
@@ -150,7 +187,7 @@ def check_model(used_by: str, spec: ModelSpec, *, response_format: dict[str, Any
     try:
         chat(quick, PROMPT, response_format=response_format, retry=PREFLIGHT_RETRY)
     except LLMError as exc:
-        return ModelCheck(used_by, spec.model, False, exc.kind, str(exc))
+        return ModelCheck(used_by, spec.model, False, exc.kind, in_our_words(exc, quick.timeout))
     return ModelCheck(used_by, spec.model, True)
 
 
@@ -173,19 +210,28 @@ def preflight(models: Sequence[tuple[str, ModelSpec, dict[str, Any] | None]]) ->
 
 def _check_http_target(target: Any) -> ModelCheck:
     """Check an HTTP chatbot with one small request through its own client."""
+    from core.secrets_policy import destination_problems, header_env_names
+    from corpus.targets.http_config import header_problems
     from simulation.http_target import http_chat
 
+    used_by, label = f"chatbot {target.code}", target.model or target.api_base
+    refused = destination_problems(api_base=target.api_base, header_envs=header_env_names(target.http_headers))
+    refused += header_problems(target.http_headers or {})
+    if refused:
+        return ModelCheck(used_by, label, False, "auth", "refused by the secrets policy: " + "; ".join(refused))
+    unset = [name for name in header_env_names(target.http_headers) if not os.environ.get(name)]
+    if unset:
+        return ModelCheck(used_by, label, False, "auth", f"the key variable {', '.join(unset)} is not set in the server's environment")
+    timeout = min(float(target.timeout_seconds), float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30)))
     try:
         http_chat(
             url=target.api_base, headers=target.http_headers, request_template=target.request_template,
             response_path=target.response_path or "reply", messages=PROMPT, model_label=target.model or target.code,
-            params=target.params, conversation_id="preflight",
-            timeout=min(float(target.timeout_seconds), float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30))),
-            retry=PREFLIGHT_RETRY,
+            params=target.params, conversation_id="preflight", timeout=timeout, retry=PREFLIGHT_RETRY,
         )
     except LLMError as exc:
-        return ModelCheck(f"chatbot {target.code}", target.model or target.api_base, False, exc.kind, str(exc))
-    return ModelCheck(f"chatbot {target.code}", target.model or target.api_base, True)
+        return ModelCheck(used_by, label, False, exc.kind, in_our_words(exc, timeout))
+    return ModelCheck(used_by, label, True)
 
 
 def batch_preflight(spec: Any) -> PreflightReport:

@@ -11,11 +11,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
-from core.roles import Role, can_view_corpus, has_any_role
+from core.roles import Role, can_view_corpus, has_any_role, user_roles
 from corpus.models import Message, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.preflight import ErrorGroup, error_groups
@@ -49,10 +50,11 @@ def batch_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Simu
     )
 
 
-def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str) -> SimulationBatch:
+def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str, act: bool = False) -> SimulationBatch:
+    """Return a batch the user may read; with ``act``, one they may also cancel or resume (else 403)."""
     _require_view(user)
     try:
-        return (
+        batch = (
             SimulationBatch.objects.select_related(
                 "persona_set", "persona_template", "reminder_template", "kickoff_template", "created_by"
             )
@@ -61,6 +63,16 @@ def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str) -> 
         )
     except SimulationBatch.DoesNotExist as exc:
         raise Http404("not found") from exc
+    if act and not batch_may_act(user, batch):
+        raise PermissionDenied("only the researcher who started this batch or an administrator may cancel or resume it")
+    return batch
+
+
+def batch_may_act(user: AbstractBaseUser | AnonymousUser, batch: SimulationBatch) -> bool:
+    """Return whether the user may cancel or resume the batch: the one who started it, or an admin."""
+    if Role.ADMIN in user_roles(user):
+        return True
+    return can_run_simulations(user) and batch.created_by_id is not None and batch.created_by_id == user.pk
 
 
 def batch_runs(batch: SimulationBatch, *, status: str | None = None) -> QuerySet[SimulationRun]:

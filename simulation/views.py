@@ -88,7 +88,7 @@ def _progress_context(request: HttpRequest, code: str) -> dict:
         "page": page,
         "status_filter": status or "",
         "statuses": SimulationRun.Status.choices,
-        "can_run": reads.can_run_simulations(request.user),
+        "can_run": reads.batch_may_act(request.user, batch),  # its buttons: cancel, resume
         "query": request.GET.urlencode(),
     }
 
@@ -107,7 +107,7 @@ def batch_progress(request: HttpRequest, code: str) -> HttpResponse:
 @require_POST
 @run_required
 def batch_cancel(request: HttpRequest, code: str) -> HttpResponse:
-    batch = reads.batch_get_for_user(request.user, code=code)
+    batch = reads.batch_get_for_user(request.user, code=code, act=True)
     try:
         simulation_batch_cancel(batch_id=batch.pk)
         messages.success(request, f"Batch {batch.code} cancelled; running conversations stop before their next call.")
@@ -119,7 +119,7 @@ def batch_cancel(request: HttpRequest, code: str) -> HttpResponse:
 @require_POST
 @run_required
 def batch_resume(request: HttpRequest, code: str) -> HttpResponse:
-    batch = reads.batch_get_for_user(request.user, code=code)
+    batch = reads.batch_get_for_user(request.user, code=code, act=True)
     include_failed = request.POST.get("include_failed") == "1"
     if preflight_enabled():
         # Resuming into the same refusal helps nobody: every model the resumed runs call answers first.

@@ -15,6 +15,7 @@ from annotation.models import TiePolicy
 from annotation.rating.services import normalise_value
 from annotation.studies.selectors import conversations_by_codes
 from annotation.studies.services import DISCARD, KEEP, MOVE, RemovedWorkDecision
+from core.bounded import TooComplex, csv_error_message, json_loads
 from corpus.conversations.selectors import conversation_ids_for_codes
 from corpus.errors import CorpusError
 from corpus.instruments.flow import LABELS as FLOW_LABELS
@@ -31,9 +32,11 @@ def parse_composition(text: str) -> dict[str, int]:
         return {}
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            data = json_loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg}") from exc
+        except TooComplex as exc:
+            raise forms.ValidationError(str(exc)) from exc
         pairs = list(data.items()) if isinstance(data, dict) else []
     else:
         pairs = [re.split(r"\s*[=:]\s*", part.strip(), maxsplit=1) for part in re.split(r"[,;\n]", text) if part.strip()]
@@ -103,7 +106,11 @@ def parse_calibration(text: str, instrument: Instrument, codes: dict[str, int]) 
     items = calibration_labels(instrument)
     result: dict[int, dict] = {}
     errors = []
-    for n, row in enumerate(csv.reader(io.StringIO(text.strip())), start=1):
+    try:
+        rows = list(csv.reader(io.StringIO(text.strip())))
+    except csv.Error as exc:
+        raise forms.ValidationError(csv_error_message(exc)) from exc
+    for n, row in enumerate(rows, start=1):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) < 3:

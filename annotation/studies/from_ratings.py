@@ -22,6 +22,7 @@ from django.db import transaction
 
 from annotation.models import Study
 from annotation.studies.services import study_create
+from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem
 from corpus.conversations.selectors import conversation_ids_resolve
 from corpus.conversations.services import conversation_placeholders_create
@@ -54,7 +55,7 @@ def _units_of(text: str, file: str, fmt: str) -> tuple[dict[str, set[str]], dict
                 "provider_llm": cols["provider_llm"], "ratings_design": dict(cols),
             }
         return raters, metadata, list(parsed.problems)
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    reader = BoundedCsv(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))), file)
     header = {(n or "").strip().lower(): n for n in reader.fieldnames or []}
     if "unit" not in header or "rater" not in header:
         return {}, {}, [Problem("missing column(s) unit, rater; the header must be unit,rater,item,label", file, 1)]

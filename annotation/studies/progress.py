@@ -239,6 +239,7 @@ def progress_rater_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]
               "stale", "moved_away", "total_seconds", "median_seconds_per_submitted", "last_activity_at",
               "submitted_per_day", "expected_finish", "reminders"]
     rows = [
+        # r.name: the username, or an external rater's label (an external rater has no account).
         [r.name, r.membership.rater_label, r.membership.active, r.membership.is_senior,
          r.assigned, r.submitted, r.in_progress, r.not_started, r.stale, r.moved_away, r.total_seconds,
          "" if r.median_seconds is None else r.median_seconds, _iso(r.last_activity),

@@ -41,6 +41,7 @@ from annotation.models import (
 )
 from annotation.rating.services import normalise_value
 from annotation.studies.services import study_event
+from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem, ProblemList
 from corpus.instruments.flow import LABELS as FLOW_LABELS
 from corpus.instruments.labels import UnknownAnswer, instrument_labels
@@ -166,7 +167,7 @@ RawRows = Callable[[], Iterable["_Raw"]]
 
 def _read_long(text: str, file: str) -> tuple[RawRows, ProblemList]:
     """Return a reader of the rows (each call reads the file again, holding no row) and header problems."""
-    header = {(name or "").strip().lower(): name for name in csv.DictReader(_lines(text)).fieldnames or []}
+    header = {(name or "").strip().lower(): name for name in BoundedCsv(csv.DictReader(_lines(text)), file).fieldnames or []}
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         return (lambda: ()), ProblemList(
@@ -175,7 +176,7 @@ def _read_long(text: str, file: str) -> tuple[RawRows, ProblemList]:
     columns = [c for c in (*COLUMNS, "note") if c in header]
 
     def rows() -> Iterator[_Raw]:
-        reader = csv.DictReader(_lines(text))
+        reader = BoundedCsv(csv.DictReader(_lines(text)), file)
         for row in reader:
             cells = {c: (row.get(header[c]) or "").strip() for c in columns}
             yield _Raw(reader.line_num, cells["unit"], cells["rater"], cells["item"], cells["label"], cells.get("note", ""))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
@@ -16,8 +17,9 @@ from django.db.models import Q, QuerySet
 class ConversationCollection:
     key: str
     label: str
-    # The groups to choose from (a queryset, so forms can offer them).
-    choices: Callable[[], QuerySet]
+    # The groups a user may choose from (a queryset, so forms can offer them); the user None is
+    # an operator's command, which may choose any.
+    choices: Callable[[Any], QuerySet]
     # The conversations of one group, as a filter on Conversation.
     conversation_filter: Callable[[int], Q]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from core.bounded import TooComplex, json_loads
 from core.problems import Problem
 
 ROLES = ("user", "assistant", "system")
@@ -56,9 +57,12 @@ def read_jsonl(text: str, file: str) -> tuple[list[ConversationRecord], list[Pro
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_loads(line)
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"not valid JSON: {exc.msg} (character {exc.colno})", file, line_no))
+            continue
+        except TooComplex as exc:
+            problems.append(Problem(str(exc), file, line_no))
             continue
         if not isinstance(obj, dict):
             problems.append(Problem("each line must be a JSON object", file, line_no))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 
+from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem
 from corpus.instruments.flow import SEVERITIES, Flow, Option, Question, validate_flow
 
@@ -86,9 +87,9 @@ class _Draft:
 
 def parse_rubric_tsv(text: str, file: str = "rubric.tsv") -> Flow:
     """Parse a rubric TSV into a validated Flow; raise ImportRejected listing every problem."""
-    rows = csv.reader(
+    rows = BoundedCsv(csv.reader(
         io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter="\t", quoting=csv.QUOTE_NONE
-    )
+    ), file)
     header = next(rows, None)
     if header is None or not any(cell.strip() for cell in header):
         raise ImportRejected([Problem("the file is empty; expected a header row", file, 1)])

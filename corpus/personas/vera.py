@@ -30,6 +30,7 @@ import hashlib
 import io
 from dataclasses import asdict, dataclass
 
+from core.bounded import BoundedCsv
 from core.problems import Problem
 
 
@@ -269,9 +270,9 @@ class PersonaParse:
 
 def parse_personas_tsv(text: str, file: str = "personas.tsv") -> PersonaParse:
     """Parse a VERA-MH persona TSV; invalid rows are reported and left out, never guessed."""
-    reader = csv.reader(
+    reader = BoundedCsv(csv.reader(
         io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter="\t", quoting=csv.QUOTE_NONE
-    )
+    ), file)
     header = [cell.strip() for cell in next(reader, [])]
     problems = _header_problems(header, file)
     header_ok = not problems

@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 
+from core.parsers import BoundedJSONField
 from core.secrets_policy import key_env_hint
 
 DEFAULT_REQUEST_TEMPLATE = {"messages": "{{messages}}"}  # what the service uses when none is given
@@ -36,9 +37,11 @@ class TargetForm(forms.Form):
         "Its host must be an allowed API host (an administrator approves new ones)",
     )
     api_key_env = forms.CharField(required=False, max_length=100, label="API key variable")  # help text in __init__
-    params = forms.JSONField(
+    params = BoundedJSONField(
         required=False, initial=dict, label="Parameters (JSON)", widget=_json_area(2),
-        help_text='Sampling parameters sent with every call, e.g. {"temperature": 1.0}. Empty {}: the provider\'s defaults',
+        help_text='Generation parameters sent with every call, e.g. {"temperature": 1.0, "max_tokens": 500}: '
+        "temperature, top_p, top_k, max_tokens, seed, stop, presence/frequency penalties, reasoning_effort and the like; "
+        "never keys, endpoints, regions or identity settings. Empty {}: the provider\'s defaults",
     )
     system_prompt = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), label="System prompt",
@@ -46,8 +49,8 @@ class TargetForm(forms.Form):
     )
     max_concurrent = forms.IntegerField(min_value=0, initial=4, label="Calls at once", help_text="0: no cap")
     requests_per_minute = forms.IntegerField(min_value=0, initial=0, label="Requests per minute", help_text="0: no cap")
-    http_headers = forms.JSONField(required=False, initial=dict, label="Headers (JSON)", widget=_json_area(2))  # help in __init__
-    request_template = forms.JSONField(
+    http_headers = BoundedJSONField(required=False, initial=dict, label="Headers (JSON)", widget=_json_area(2))  # help in __init__
+    request_template = BoundedJSONField(
         required=False, initial=DEFAULT_REQUEST_TEMPLATE, label="Request body (JSON template)", widget=_json_area(3),
         help_text="The JSON sent to the endpoint; {{messages}} becomes the conversation so far. Also {{history}}, "
         "{{last_message}}, {{system_prompt}}, {{conversation_id}}, {{model}}, {{params}}",

@@ -18,14 +18,26 @@ FIELD_RE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 FIELDS = frozenset({"messages", "history", "last_message", "system_prompt", "conversation_id", "model", "params"})
 # Headers that carry credentials must take their value from the environment.
 SECRET_HEADER_RE = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+# Headers the HTTP client sets itself: ``Host`` (a custom one turns the client into a proxy to
+# whatever virtual host the server behind the address holds), the hop-by-hop headers of RFC 9110
+# section 7.6.1, and the ones that frame the body.
+RESERVED_HEADERS = frozenset({
+    "host", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade", "content-length", "expect",
+})
+HEADER_NAME_RE = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 
 
 def header_problems(headers: Mapping[str, Any]) -> list[str]:
-    """Return why ``headers`` may not be stored (a literal credential, a non-text value)."""
+    """Return why ``headers`` may not be stored or sent (a reserved header, a literal credential, a non-text value)."""
     problems = []
     for name, value in headers.items():
-        if not isinstance(value, str):
-            problems.append(f"header {name}: the value must be text")
+        if not HEADER_NAME_RE.fullmatch(str(name)):
+            problems.append(f"header {name!r}: not a valid header name")
+        elif str(name).lower() in RESERVED_HEADERS:
+            problems.append(f"header {name}: set by evalsite's HTTP client itself, it cannot be set on a chatbot")
+        elif not isinstance(value, str) or "\r" in value or "\n" in value:
+            problems.append(f"header {name}: the value must be one line of text")
         elif SECRET_HEADER_RE.search(name) and not ENV_RE.search(value):
             problems.append(f"header {name}: credentials must come from an environment variable, e.g. 'Bearer ${{BOT_API_TOKEN}}'")
     return problems

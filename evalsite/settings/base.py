@@ -33,6 +33,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+# Everything the app writes (the SQLite database and its WAL and shared-memory files, the secret
+# key, the broker's messages, uploads, caches under var/) is private to the account that runs it:
+# files 0600, folders 0700. Set here because every process (web, worker, manage.py) reads the
+# settings before it opens a file. A var/ folder made by an older version is closed up too.
+os.umask(0o077)
+
+
+def private_folder(path: Path) -> None:
+    """Create ``path`` (0700), or take group and world access away from an existing one of ours."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+            for child in path.iterdir():  # the database and key files of an older version
+                if child.is_file() and child.stat().st_uid == os.getuid():
+                    child.chmod(0o600)
+    except OSError:
+        pass  # a folder we cannot change: the umask still covers every new file
+
+
 # litellm reads its cost map from the network at import unless told otherwise; the app must
 # work offline, so these default on before anything imports litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -47,7 +67,7 @@ def secret_key_from_var(var_dir: Path) -> str:
     path = var_dir / "secret_key"
     if path.exists():
         return path.read_text(encoding="utf-8").strip()
-    var_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(var_dir)
     fd, tmp = tempfile.mkstemp(dir=var_dir, prefix=".secret_key.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -133,8 +153,8 @@ TEMPLATES = [
 ]
 
 _default_sqlite = f"sqlite:///{VAR_DIR / 'evalsite.sqlite3'}"
-if not os.environ.get("DATABASE_URL"):
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
+if not os.environ.get("DATABASE_URL") or VAR_DIR.exists():
+    private_folder(VAR_DIR)
 DATABASES = {"default": dj_database_url.parse(os.environ.get("DATABASE_URL") or _default_sqlite)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while the worker writes; IMMEDIATE avoids the
@@ -224,9 +244,16 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # Hashed, expiring tokens (core.api_tokens); clients send "Authorization: Token <token>".
-        "knox.auth.TokenAuthentication",
+        # (Accepted only for the roles that use the API: core.api_tokens.RoleTokenAuthentication.)
+        "core.api_tokens.RoleTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bodies within core.bounded's nesting depth (a 400, never a RecursionError's 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "core.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: DRF's browsable HTML pages failed axe (no lang, an unnamed button, low contrast);
     # people read the API reference page (/api/docs/), built from the same schema.
@@ -311,12 +338,16 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
 # Secrets policy (core.secrets_policy): which environment variables may be sent as API keys and
-# to which hosts. Empty: the built-in defaults (key names *_API_KEY, *_API_TOKEN; the major
-# providers' API hosts and this machine). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
+# to which host:port (core.api_hosts). Empty: the built-in defaults (key names *_API_KEY,
+# *_API_TOKEN; the major providers' API hosts on port 443; never this machine's ports, which an
+# administrator approves one by one). DJANGO_*, EVALSITE_*, DATABASE_URL, REDIS_URL and
 # SECRET_KEY are never sent, whatever these say.
 EVALSITE_KEY_ENV_ALLOWED = env_list("EVALSITE_KEY_ENV_ALLOWED", [])
 EVALSITE_KEY_ENV_DENIED = env_list("EVALSITE_KEY_ENV_DENIED", [])
 EVALSITE_API_HOSTS = env_list("EVALSITE_API_HOSTS", [])
+# Entries added to the list above (not an environment variable): the test settings allow the
+# loopback ports their local model servers take.
+EVALSITE_API_HOSTS_EXTRA: list[str] = []
 
 # The LLM engine (docs/engine.md). A judge result holds a lease while a worker judges it,
 # renewed three times per threshold: one not renewed for EVALSITE_JUDGE_STALE_SECONDS lost its

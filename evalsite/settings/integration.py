@@ -47,3 +47,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # record the address "unknown", which PostgreSQL's inet column refuses. Login throttling is
 # covered by the unit and security tests; here it is off.
 AXES_ENABLED = False
+# The tests' local model servers (tests/support/fake_llm.py) listen on random loopback ports:
+# allowed here only. tests/security proves this machine's ports are refused without it.
+EVALSITE_API_HOSTS_EXTRA = ["127.0.0.1:*", "localhost:*", "[::1]:*"]

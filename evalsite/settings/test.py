@@ -19,3 +19,6 @@ LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Tests script the fake LLM's replies call by call: the launch check's extra call would take one.
 # The launch-check tests turn it on for themselves.
 EVALSITE_PREFLIGHT = False
+# The tests' local model servers (tests/support/fake_llm.py) listen on random loopback ports:
+# allowed here only. tests/security proves this machine's ports are refused without it.
+EVALSITE_API_HOSTS_EXTRA = ["127.0.0.1:*", "localhost:*", "[::1]:*"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from core import http_policy
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -133,12 +134,15 @@ def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
     import httpx
     import openai
 
+    if isinstance(exc, http_policy.OutboundRefused):  # a redirect or a host the policy stopped
+        return exc.kind, False, exc.status_code
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
         return "timeout", True, status
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return "server_error", True, status
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)) or _no_http_answer(exc):
+        # No HTTP answer at all (litellm labels these 500): no status to report.
+        return "server_error", True, None
     if isinstance(exc, openai.RateLimitError) or status == 429:
         return "rate_limited", True, 429
     # litellm reports a missing key as a 500; retrying cannot fix configuration.
@@ -159,6 +163,26 @@ def _classify(exc: BaseException) -> tuple[str, bool, int | None]:
     if isinstance(exc, openai.BadRequestError):
         return "bad_request", False, status
     return "other", False, status
+
+
+def _no_http_answer(exc: BaseException) -> bool:
+    """Return whether the error's cause is a connection that failed before any HTTP answer.
+
+    litellm reports a refused or dropped connection as an InternalServerError with status 500;
+    the cause chain still holds the transport error. A real HTTP status on the way down means
+    an answer did come (a retried connection error left in the chain as context).
+    """
+    import httpx
+    import openai
+
+    link: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(10):
+        if link is None or isinstance(link, httpx.HTTPStatusError):
+            return False
+        if isinstance(link, (openai.APIConnectionError, httpx.TransportError)):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -401,7 +425,7 @@ def chat(
             limiter.acquire(spec.rate_key)
         started = time.perf_counter()
         try:
-            response = litellm.completion(**call.kwargs)
+            response = http_policy.call(litellm.completion, **call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)
@@ -488,7 +512,7 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
-            response = await _acompletion_shared_client(litellm, spec, call.kwargs)
+            response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)

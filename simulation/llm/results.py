@@ -7,6 +7,8 @@ from typing import Any
 
 KINDS = frozenset(
     {"rate_limited", "server_error", "timeout", "bad_request", "auth", "empty", "other"}
+    # The outbound HTTP policy (core.http_policy) stopped the call: never retried.
+    | {"redirect", "refused"}
 )
 
 

@@ -23,7 +23,7 @@ def test_a_researcher_resumes_stalled_judgements_from_the_run_page(page, monkeyp
     from corpus.instruments.services import builtin_instruments_load
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    make_user("remy", Role.RESEARCHER)
+    remy = make_user("remy", Role.RESEARCHER)
     amhart = next(i for i in builtin_instruments_load() if i.key == "amhart")
     conversations = [make_conversation() for _ in range(4)]
     with FakeLLM() as fake:
@@ -32,7 +32,8 @@ def test_a_researcher_resumes_stalled_judgements_from_the_run_page(page, monkeyp
             name="gpt", instrument=amhart, model="openai/gpt", provider="openai",
             api_base=fake.base_url, api_key_env=KEY_ENV,
         )
-        run = services.judge_run_create(judges=[judge], conversation_ids=[c.pk for c in conversations], start=False)
+        run = services.judge_run_create(judges=[judge], conversation_ids=[c.pk for c in conversations], start=False,
+                                        created_by=remy)  # its creator takes the stalled work back
         first, *rest = run.results.order_by("pk")
         for result in rest:
             services.judge_result_execute(result_id=result.pk)

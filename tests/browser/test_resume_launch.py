@@ -32,7 +32,7 @@ def test_a_batch_resumed_with_an_unset_key_is_refused_on_its_page(page, research
     personas = tuple(persona_set.personas.order_by("position").values_list("pk", flat=True)[:2])
     agent = UserAgent(model="openai/persona-agent", api_base=fake.base_url, api_key_env=LATER)
     spec = amhart_spec(fake, persona_set, [make_target(fake)], user_agent=agent, persona_ids=personas, exchanges=2)
-    batch = simulation_batch_create(spec=spec, dispatch=False)
+    batch = simulation_batch_create(spec=spec, dispatch=False, created_by=researcher)  # its creator resumes it
     simulation_batch_cancel(batch_id=batch.pk)
 
     log_in(page, researcher.username, PASSWORD)

@@ -18,14 +18,15 @@ UNSET = "TEST_RETRY_UNSET_API_KEY"
 
 
 @pytest.fixture
-def failed_run(amhart, make_judge, fake_llm, settings, monkeypatch):  # type: ignore[no-untyped-def]
+def failed_run(amhart, make_judge, fake_llm, settings, monkeypatch, researcher):  # type: ignore[no-untyped-def]
     """A finished run of two judges: 'keyed' answers, 'unkeyed' has its key variable unset and failed."""
     settings.EVALSITE_PREFLIGHT = True
     monkeypatch.delenv(UNSET, raising=False)
     keyed = make_judge("keyed", amhart)
     unkeyed = judge_create(name="unkeyed", instrument=amhart, model="openai/unkeyed", provider="unkeyed",
                            api_base=fake_llm.base_url, api_key_env=UNSET)
-    run = judge_run_create(judges=[keyed, unkeyed], conversation_ids=[make_conversation().pk], start=False)
+    # Started by the researcher who retries it (only its creator, its study's members or an admin may).
+    run = judge_run_create(judges=[keyed, unkeyed], conversation_ids=[make_conversation().pk], start=False, created_by=researcher)
     run.results.filter(judge=keyed).update(status=ResultStatus.DONE)
     run.results.filter(judge=unkeyed).update(status=ResultStatus.FAILED, error_kind="auth", error="no key")
     JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.PARTIAL)

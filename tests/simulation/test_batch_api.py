@@ -73,7 +73,8 @@ def test_service_problems_answer_400_and_store_nothing(researcher, fake_llm):
 
 def test_cancel_then_resume_through_the_api(researcher, fake_llm, django_capture_on_commit_callbacks):
     persona_set = builtin_personas_load()
-    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)], exchanges=1), dispatch=False)
+    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)], exchanges=1), dispatch=False,
+                                    created_by=researcher)
     client = api(researcher)
     assert client.post(f"{BASE}{batch.code}/cancel/").json()["status"] == "cancelled"
     with django_capture_on_commit_callbacks(execute=True):

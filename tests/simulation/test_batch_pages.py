@@ -17,9 +17,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def batch(fake_llm):  # type: ignore[no-untyped-def]
+def batch(fake_llm, researcher):  # type: ignore[no-untyped-def]
     persona_set = builtin_personas_load()
-    return simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False)
+    # Started by the researcher (only its creator or an admin cancels and resumes it).
+    return simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False,
+                                   created_by=researcher)
 
 
 def _post_form(client, fake_llm, persona_set, target, **extra):  # type: ignore[no-untyped-def]

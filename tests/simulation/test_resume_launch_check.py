@@ -25,11 +25,11 @@ def checks_on(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def cancelled(fake_llm, checks_on):  # type: ignore[no-untyped-def]
+def cancelled(fake_llm, checks_on, researcher):  # type: ignore[no-untyped-def]
     """A cancelled batch of two chatbots: T-BOT (key set) and T-NOKEY (its key variable unset)."""
     persona_set = builtin_personas_load()
     targets = [make_target(fake_llm), make_target(fake_llm, code="T-NOKEY", model="openai/other", api_key_env=UNSET)]
-    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, targets), dispatch=False)
+    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, targets), dispatch=False, created_by=researcher)
     simulation_batch_cancel(batch_id=batch.pk)
     return batch
 

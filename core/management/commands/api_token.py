@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.api_tokens import api_token_create
+from core.errors import ServiceError
 
 
 class Command(BaseCommand):
@@ -18,6 +19,9 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"no user {options['username']}")
-        token, secret = api_token_create(user=user)
+        try:
+            token, secret = api_token_create(user=user)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
         self.stderr.write(f"token for {user.get_username()}, expires {token.expiry:%Y-%m-%d %H:%M %Z}:")
         self.stdout.write(secret)

@@ -137,6 +137,7 @@ class Command(BaseCommand):
             study_id=o["study"],
             codes=_csv(o["codes"]),
             include_flagged=o["include_flagged"],
+            user=None,  # whoever runs manage.py operates the server: every study
         )
         judges = selectors.judges_by_reference(_csv(o["judges"]))
         from judging.launch import judges_preflight
