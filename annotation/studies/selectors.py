@@ -376,6 +376,9 @@ ACTIONS = {
     "ratings_imported": "Ratings imported",
     "sampling_plan": "Sampling plan drawn",
     "sitting_limit_set": "Break prompt changed",
+    "holdout_split": "Split into development and test sets",
+    "final_declared": "Judge version declared final",
+    "test_set_evaluated": "Test set evaluated",
 }
 
 
