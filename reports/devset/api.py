@@ -22,6 +22,7 @@ from judging.sources import label_source_get
 from reports import selectors as report_reads
 from reports.api import CanReadReports
 from reports.devset import selectors, services
+from reports.devset import summary as reads
 from reports.errors import ReportsError
 
 NA = OpenApiParameter("na", str, enum=["category", "exclude"], description="N/A policy of the development-set figures")
@@ -48,8 +49,8 @@ class DevelopmentView(APIView):
         """
         study = report_reads.study_get_for_reports(request.user, pk=pk)
         na = "exclude" if request.query_params.get("na") == "exclude" else "category"
-        payload = services.development_summary(study)
-        payload["development_versions"] = services.development_versions(study, na=na, wait=False)
+        payload = reads.development_summary(study)
+        payload["development_versions"] = reads.development_versions(study, na=na, wait=False)
         return Response(payload)
 
 
@@ -68,7 +69,7 @@ class SplitView(APIView):
             seed=None if seed in (None, "") else _int(seed, "seed"), reason=str(request.data.get("reason") or ""),
         )
         return Response({"number": split.number, "seed": split.seed, "n_dev": split.n_dev, "n_test": split.n_test,
-                         "development": services.development_summary(study)}, status=201)
+                         "development": reads.development_summary(study)}, status=201)
 
 
 class DeclarationsView(APIView):
@@ -128,8 +129,8 @@ class LooksView(APIView):
                                "only for a version declared final. Nothing was evaluated or counted.")
         na = str(request.data.get("na") or "category")
         look, created = services.test_set_evaluate(study=study, declaration=declaration, actor=request.user, na=na)
-        return Response({**services.look_payload(look), "created": created,
-                         "test_set_looks": services.looks_summary(study)}, status=201 if created else 200)
+        return Response({**reads.look_payload(look), "created": created,
+                         "test_set_looks": reads.looks_summary(study)}, status=201 if created else 200)
 
 
 class LookView(APIView):
@@ -145,7 +146,7 @@ class LookView(APIView):
         look = selectors.look_get(study, look_id)
         if look is None:
             raise Http404("no such look")
-        return Response(services.look_payload(look))
+        return Response(reads.look_payload(look))
 
 
 urlpatterns = [

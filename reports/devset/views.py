@@ -22,6 +22,7 @@ from core.permissions import roles_required
 from core.roles import Role
 from reports import selectors as report_reads
 from reports.devset import selectors, services
+from reports.devset import summary as reads
 from reports.errors import ReportsError
 from reports.models import ReportStatus
 
@@ -58,8 +59,8 @@ def development(request: HttpRequest, pk: int) -> HttpResponse:
     """Show the split, every version on the development set, the final versions and the looks at the test set."""
     study = report_reads.study_get_for_reports(request.user, pk=pk)
     na = _na(request)
-    summary = services.development_summary(study)
-    versions = services.development_versions(study, na=na, wait=False)
+    summary = reads.development_summary(study)
+    versions = reads.development_versions(study, na=na, wait=False)
     pending = next((r for r in versions if r.get("pending")), None)
     may_look = selectors.user_may_look(request.user)
     context = {
@@ -162,7 +163,7 @@ def development_look(request: HttpRequest, pk: int, look_id: int) -> HttpRespons
     return render(request, "reports/devset_look.html", {
         "study": study, "look": look, "data": data, "split": selectors.split_current(study),
         "may_look": selectors.user_may_look(request.user),
-        "summary": services.looks_summary(study),
+        "summary": reads.looks_summary(study),
     }, status=200 if look.status == ReportStatus.READY else 202)
 
 
@@ -194,7 +195,7 @@ def development_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
         return csv_response(f"study-{study.pk}-split-{split.number}.csv", [*header, "split", "seed"],
                             [[r[k] for k in header] + [split.number, split.seed] for r in rows])  # type: ignore[return-value]
     if table == "versions":
-        versions = services.development_versions(study, na=_na(request), wait=True)
+        versions = reads.development_versions(study, na=_na(request), wait=True)
         header = ["run", "source", "version", "label_set", "n", "n_conversations", "percent_agreement", "agreement_ci_low",
                   "agreement_ci_high", "cohen_kappa", "kappa_ci_low", "kappa_ci_high", "alt_test_verdict", "alt_test_passed",
                   "winning_rate", "advantage_probability", "declared_final", "note"]
@@ -204,7 +205,7 @@ def development_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
                  r.get("declared_final"), r.get("empty", "")] for r in versions]
         return csv_response(f"study-{study.pk}-development-set.csv", header, rows)  # type: ignore[return-value]
     if table == "looks":
-        summary = services.looks_summary(study)
+        summary = reads.looks_summary(study)
         header = ["split", "look", "version", "run", "source", "looked_by", "looked_at", "na_policy", "status"]
         rows = [[lk["split"], lk["number"], lk["version"], lk["run"], lk["source"], lk["looked_by"], lk["looked_at"],
                  lk["na_policy"], lk["status"]] for lk in summary["looks"]]

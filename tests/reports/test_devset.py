@@ -334,3 +334,19 @@ def test_who_may_split_declare_look_and_read(dev, outsider, coordinator, clinici
     assert {r["seed"] for r in rows} == {str(split.seed)}
     admin = make_user("devadmin", "admin", is_superuser=True)
     assert client_for(admin).get(base).status_code == 200
+
+
+def test_judge_drift_compares_versions_with_the_clinicians_on_the_development_set_only(dev):
+    client = client_for(dev.researcher)
+    query = (f"a_run={dev.run_v1.pk}&a_source=judge:{dev.judge_v1.pk}&b_run={dev.run_v2.pk}"
+             f"&b_source=judge:{dev.judge_v2.pk}&study={dev.study.pk}")
+    before = client.get(f"/api/v1/reports/drift/?{query}").json()
+    assert before["pooled"]["humans"]["n_units"] == 36 and "holdout" not in before
+    split = _split(dev)
+    after = client.get(f"/api/v1/reports/drift/?{query}").json()
+    assert after["pooled"]["humans"]["n_units"] == split.n_dev
+    assert after["holdout"] == {"set": "development", "split": 1, "n_conversations": 24}
+    test = _codes(split, "test")
+    assert all(f["human"] is None for f in after["flips"] if f["conversation"] in test)
+    page = client.get(f"/reports/drift/?{query}").content.decode()
+    assert "the development set of the study" in page
