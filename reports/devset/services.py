@@ -30,7 +30,7 @@ from annotation.studies.services import study_event
 from core.enqueue import enqueue_on_commit
 from judging.errors import JudgingError
 from judging.models import JudgeRun
-from judging.sources import run_label_sources
+from judging.sources import ENSEMBLE, run_label_sources
 from reports import jobs
 from reports.comparison import compute_judges
 from reports.devset import selectors
@@ -241,6 +241,8 @@ def look_compute(*, look_id: int) -> str:
         HoldoutLook.objects.filter(pk=look_id).update(status=ReportStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000],
                                                       stage="failed")
         raise
+    if declaration.source != ENSEMBLE:
+        payload["warnings"] = []  # the run's warnings are about its ensemble, not one judge
     payload["holdout"] = {
         "set": "test",
         "split": look.split.number,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from annotation.models import Study
 from judging.sources import ENSEMBLE
 from reports.devset import selectors
@@ -61,6 +63,8 @@ def development_versions(study: Study, *, na: str = "category", wait: bool = Fal
                     **base,
                     "source": source,
                     "label": selectors.version_label(run, source, book)[1],
+                    "short": "ensemble" if source == ENSEMBLE else
+                    f"{book.name(int(source.split(':')[1]))} v{book.version(int(source.split(':')[1]))}",
                     "label_set": " / ".join(group["labels"]) if several else "",
                     "n": c["n"],
                     "n_conversations": c.get("n_conversations"),
@@ -104,6 +108,7 @@ def _look_dict(look: HoldoutLook) -> dict[str, Any]:
         "declaration": look.declaration_id,
         "looked_by": _who(look.looked_by),
         "looked_at": look.looked_at.isoformat(),
+        "when": timezone.localtime(look.looked_at).strftime("%Y-%m-%d %H:%M"),
         "na_policy": look.na_policy,
         "status": look.status,
     }

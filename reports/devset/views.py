@@ -42,16 +42,22 @@ def _int(value: str | None) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def _plot(rows: list[dict[str, Any]]) -> str:
-    """Return the development-set kappa of each version with its interval (only intervals that exist)."""
-    points = []
+def _plot(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """Return the development-set kappa of each version with its interval, and what is not drawn and why.
+
+    An undefined or collapsed interval is said in words, never drawn (as on every report page).
+    """
+    points, not_drawn = [], []
     for r in rows:
         ci = r.get("kappa_ci") or {}
-        if r.get("kappa") is None or ci.get("low") is None or ci.get("low") == ci.get("high"):
-            continue  # an undefined or collapsed interval is said in the table, never drawn
-        points.append({"label": r["label"] + (f" [{r['label_set']}]" if r.get("label_set") else ""), "x": r["kappa"],
-                       "low": ci["low"], "high": ci["high"], "final": r["declared_final"]})
-    return json.dumps(points)
+        name = f"{r['short']} · run {r['run']}" + (f" [{r['label_set']}]" if r.get("label_set") else "")
+        if r.get("kappa") is None:
+            not_drawn.append(f"{r['label']}: no kappa (nothing compared, or one label only)")
+        elif ci.get("low") is None or ci.get("low") == ci.get("high"):
+            not_drawn.append(f"{r['label']}: κ {r['kappa']:.2f}, its interval collapsed to a point")
+        else:
+            points.append({"label": name, "x": r["kappa"], "low": ci["low"], "high": ci["high"], "final": r["declared_final"]})
+    return json.dumps(points), not_drawn
 
 
 @roles_required(*REPORT_ROLES)
@@ -62,6 +68,7 @@ def development(request: HttpRequest, pk: int) -> HttpResponse:
     summary = reads.development_summary(study)
     versions = reads.development_versions(study, na=na, wait=False)
     pending = next((r for r in versions if r.get("pending")), None)
+    plot, not_drawn = _plot([r for r in versions if not r.get("pending") and not r.get("empty")])
     may_look = selectors.user_may_look(request.user)
     context = {
         "study": study,
@@ -69,7 +76,8 @@ def development(request: HttpRequest, pk: int) -> HttpResponse:
         "versions": versions,
         "pending": {"job": pending["job"], "progress": pending.get("progress") or 0, "stage": "comparing versions on the development set"}
         if pending and pending.get("job") else None,
-        "plot": _plot([r for r in versions if not r.get("pending") and not r.get("empty")]),
+        "plot": plot,
+        "not_drawn": not_drawn,
         "na": na,
         "may_split": user_manages_study(request.user, study),
         "may_look": may_look,
