@@ -50,6 +50,11 @@ NOT_PAGES = {
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",
     "reports:raters-csv": "file download",
     "reports:judges-epsilon": "POST action (a form on the judges page)", "reports:judges-table-csv": "file download",
+    "reports:development-split": "POST action", "reports:development-declare": "POST action",
+    "reports:development-evaluate": "POST action", "reports:development-csv": "file download",
+    "reports:development-look-csv": "file download",
+    "reports:development-look-state": "JSON progress of a look being computed (polled by the look page)",
+    "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
 }
 
 
@@ -144,6 +149,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
+        ("reports:development", "admin", reverse("reports:development", args=[study.pk])),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

@@ -106,7 +106,14 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         name="Planned", rater_title="", description="", section=None, coordinators=[coordinator],
         raters=[(clinician, "clinician")], raters_per_conversation=1,
     )
+    from reports.devset.services import final_declare, split_make, test_set_evaluate
+
+    split_make(study=study, actor=coordinator, n_test=1, seed=1)
+    declaration, _ = final_declare(study=study, run=run, source="", actor=researcher, note=PAYLOADS[0])
+    look, _ = test_set_evaluate(study=study, declaration=declaration, actor=researcher)
     urls = {
+        "reports:development-csv": [f"/reports/studies/{study.pk}/development/{t}.csv" for t in ("split", "versions", "looks")],
+        "reports:development-look-csv": [f"/reports/studies/{study.pk}/development/looks/{look.pk}.csv"],
         "corpus:conversation-export": ["/corpus/conversations/export.csv"],
         "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
         "judging:run-export": [f"/judging/runs/{run.pk}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
@@ -117,6 +124,8 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         "reports:realism-csv": [f"/reports/studies/{study.pk}/realism.csv"],
         "reports:scorecard-csv": [f"/reports/studies/{study.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
         "reports:judges-csv": [f"/reports/studies/{study.pk}/judges.csv?run={run.pk}"],
+        "reports:judges-table-csv": [f"/reports/studies/{study.pk}/judges/{t}.csv?run={run.pk}"
+                                     for t in ("alt-test", "alt-test-raters", "leave-one-out")],
         "reports:run-scorecard-csv": [f"/reports/runs/{run.pk}/scorecard/{t}.csv" for t in ("by_chatbot", "by_chatbot_persona", "per_conversation")],
         "reports:study-export": [f"/reports/studies/{study.pk}/export.zip"],
         "annotation:study-plan-csv": [f"/studies/{planned.pk}/sampling-plan.csv"],
