@@ -116,7 +116,8 @@ class FinalDeclaration(models.Model):
     """
 
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="final_declarations")
-    split = models.ForeignKey(HoldoutSplit, on_delete=models.PROTECT, related_name="declarations")
+    # RESTRICT, not PROTECT: a split outlives its declarations and looks, yet deleting the whole study deletes all three.
+    split = models.ForeignKey(HoldoutSplit, on_delete=models.RESTRICT, related_name="declarations")
     run = models.ForeignKey("judging.JudgeRun", on_delete=models.PROTECT, related_name="final_declarations")
     source = models.CharField(max_length=40, help_text='"ensemble" or "judge:<id>"')
     # What the version was called when declared (the judge's name and version number, or the ensemble's panel).
@@ -151,8 +152,8 @@ class HoldoutLook(models.Model):
     """
 
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="holdout_looks")
-    split = models.ForeignKey(HoldoutSplit, on_delete=models.PROTECT, related_name="looks")
-    declaration = models.ForeignKey(FinalDeclaration, on_delete=models.PROTECT, related_name="looks")
+    split = models.ForeignKey(HoldoutSplit, on_delete=models.RESTRICT, related_name="looks")
+    declaration = models.ForeignKey(FinalDeclaration, on_delete=models.RESTRICT, related_name="looks")
     number = models.PositiveSmallIntegerField(help_text="1 for the first look at this split's test set…")
     na_policy = models.CharField(max_length=10, default="category")
     # The test set's ratings, consensus and judge labels, the epsilon and N/A policy, when looked at.

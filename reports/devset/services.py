@@ -177,6 +177,10 @@ def test_set_evaluate(
             f"again (split {split.number}). Declare it final again to evaluate it on the new test set.",
             status=409,
         )
+    if not declaration.run.is_finished:
+        raise ReportsError(f"Judge run #{declaration.run_id} is still {declaration.run.get_status_display().lower()}: evaluate "
+                           "it once it has finished, so the look sees all its labels. Nothing was evaluated or counted.",
+                           status=409)
     test = selectors.split_conversation_ids(split, HoldoutPart.TEST)
     if not selectors.run_labelled_any(declaration.run, test):
         raise ReportsError(f"Judge run #{declaration.run_id} labelled none of the test set's conversations: "

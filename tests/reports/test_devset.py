@@ -350,3 +350,15 @@ def test_judge_drift_compares_versions_with_the_clinicians_on_the_development_se
     assert all(f["human"] is None for f in after["flips"] if f["conversation"] in test)
     page = client.get(f"/reports/drift/?{query}").content.decode()
     assert "the development set of the study" in page
+
+
+def test_a_judge_run_still_running_is_not_evaluated_and_nothing_is_counted(dev):
+    _split(dev)
+    client = client_for(dev.researcher)
+    _declare(client, dev, dev.run_v2, f"judge:{dev.judge_v2.pk}")
+    type(dev.run_v2).objects.filter(pk=dev.run_v2.pk).update(status="running")
+    status, body = _evaluate(client, dev, dev.run_v2, f"judge:{dev.judge_v2.pk}")
+    assert status == 409 and "still running" in body["detail"] and not HoldoutLook.objects.exists()
+    type(dev.run_v2).objects.filter(pk=dev.run_v2.pk).update(status="completed")
+    status, _ = _evaluate(client, dev, dev.run_v2, f"judge:{dev.judge_v2.pk}")
+    assert status == 201 and HoldoutLook.objects.count() == 1
