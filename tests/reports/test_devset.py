@@ -9,11 +9,13 @@ import io
 from collections import Counter
 
 import pytest
+from django.test import Client
 
 from annotation.models import ConsensusLabel, Rating, StudyEvent
 from reports import comparison
 from reports import selectors as report_selectors
 from reports.devset import selectors as devset_selectors
+from reports.devset import services as devset_services
 from reports.devset.services import split_make
 from reports.models import FinalDeclaration, HoldoutLook, HoldoutMember, HoldoutSplit
 from stats.holdout import holdout_split
@@ -301,6 +303,9 @@ def test_an_ensemble_version_is_evaluated_with_the_ensemble_labels_only(dev):
 def test_who_may_split_declare_look_and_read(dev, outsider, coordinator, clinician):
     base = f"/reports/studies/{dev.study.pk}/development/"
     api = f"/api/v1/reports/studies/{dev.study.pk}/development/"
+    anonymous = Client()
+    assert anonymous.get(base).status_code == 302 and anonymous.get(api).status_code in (401, 403)
+    assert anonymous.post(f"{api}split/", {"n_test": 5}, content_type="application/json").status_code in (401, 403)
     for user in (outsider, coordinator, clinician):  # coordinator: not a member of this study
         client = client_for(user)
         assert client.get(base).status_code == 404
@@ -321,8 +326,7 @@ def test_who_may_split_declare_look_and_read(dev, outsider, coordinator, clinici
     assert coordinator_client.post(f"{base}evaluate/", {"declaration": declared["id"], "confirm": "yes"}).status_code == 404
     assert coordinator_client.post(f"{api}looks/", {"declaration": declared["id"]}, content_type="application/json").status_code == 403
     assert not HoldoutLook.objects.exists()
-    look, _ = __import__("reports.devset.services", fromlist=["x"]).test_set_evaluate(
-        study=dev.study, declaration=FinalDeclaration.objects.get(), actor=dev.researcher)
+    look, _ = devset_services.test_set_evaluate(study=dev.study, declaration=FinalDeclaration.objects.get(), actor=dev.researcher)
     assert coordinator_client.get(f"{base}looks/{look.pk}/").status_code == 200  # a stored look is read by every reader
     for user in (outsider, coordinator, clinician):
         client = client_for(user)
