@@ -15,7 +15,7 @@ ratings, not rated yet).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from annotation.consensus.services import consensus_labels_of
@@ -57,11 +57,27 @@ def _matrix(comparison: dict[str, Any]) -> dict[str, Any]:
     return {"labels": confusion["labels"], "counts": confusion["counts"], "n": confusion["n"]}
 
 
-def compute_judges(study: Study, run_id: int, na: str, progress: Progress) -> dict[str, Any]:
-    """Return the judges-vs-humans payload of a study and a judge run."""
+def compute_judges(
+    study: Study,
+    run_id: int,
+    na: str,
+    progress: Progress,
+    *,
+    conversation_ids: Collection[int] | None = None,
+    only: str | None = None,
+) -> dict[str, Any]:
+    """Return the judges-vs-humans payload of a study and a judge run.
+
+    ``conversation_ids``: compare on these conversations only (a development or test set); no
+    rating, consensus or judge label of another conversation is read. ``only``: keep one
+    judge's labels (its name) or the ensemble's (``"ensemble"``), for a version declared final.
+    """
     progress(0.05, "reading judge labels, ratings and consensus")
     study_labels = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
-    judge_raw, ensemble_raw, warnings = selectors.judge_rows_for_study(study, run_id)
+    judge_raw, ensemble_raw, warnings = selectors.judge_rows_for_study(study, run_id, conversation_ids=conversation_ids)
+    if only is not None:
+        judge_raw = [r for r in judge_raw if r[1] == only]
+        ensemble_raw = ensemble_raw if only == "ensemble" else []
     judged_items = {r[2] for r in [*judge_raw, *ensemble_raw]}
     shared = {k: v for k, v in study_labels.items() if k in judged_items}
     payload: dict[str, Any] = {
@@ -86,11 +102,11 @@ def compute_judges(study: Study, run_id: int, na: str, progress: Progress) -> di
     ensemble, ensemble_off = _judge_rows(ensemble_raw, shared, na)
     off_scale.update(ensemble_off)
     judged = {r[0] for r in [*judge_raw, *ensemble_raw]}
-    humans, problems = normalise_rows(selectors.study_ratings_long(study, part="main"), shared)
+    humans, problems = normalise_rows(selectors.study_ratings_long(study, part="main", conversation_ids=conversation_ids), shared)
     if na == "exclude":
         humans = [r for r in humans if not shared[r[2]].is_na(r[3])]
     consensus: dict[tuple[str, str], str] = {}
-    for (unit, item), label in selectors.study_consensus_map(study).items():
+    for (unit, item), label in selectors.study_consensus_map(study, conversation_ids=conversation_ids).items():
         if item in shared and unit in judged:  # a conversation the run did not judge is not "missing"
             try:
                 clean = shared[item].normalise(label)
@@ -102,7 +118,7 @@ def compute_judges(study: Study, run_id: int, na: str, progress: Progress) -> di
         "n_consensus": len(consensus),
         "label_problems": problems[:20],
         "off_scale": {j: sum(c.values()) for j, c in off_scale.items()},
-        "consensus_status": selectors.consensus_status_on(study, list(shared)),
+        "consensus_status": selectors.consensus_status_on(study, list(shared), conversation_ids=conversation_ids),
         "parameters": parameters(study.alt_test_epsilon),
     })
     groups = label_groups(shared, set(shared))

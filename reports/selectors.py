@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Max, Q
@@ -63,7 +64,9 @@ def study_data_version(study: Study) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, str, str, str]]:
+def study_ratings_long(
+    study: Study, *, part: str = "main", conversation_ids: Collection[int] | None = None
+) -> list[tuple[str, str, str, str]]:
     """Return submitted ratings as (unit, rater, item, label): unit = conversation code.
 
     For a question flow the items are the dimensions and the labels the derived dimension
@@ -71,12 +74,16 @@ def study_ratings_long(study: Study, *, part: str = "main") -> list[tuple[str, s
     (an imported file: its row order), the order ``python -m stats agreement`` reads a file
     in: the bootstrap draws conversations by their order of appearance, so the same ratings
     in the same order give the same intervals in the app and on the command line.
+    ``conversation_ids``: only these conversations are read (a development or test set).
     """
     rows: list[tuple[str, str, str, str]] = []
     text_keys: set[str] = set()
     if part == "section" and study.section is not None:
         text_keys = set(study.section.items.filter(scale=Scale.TEXT).values_list("key", flat=True))
-    for rating in _submitted(study).order_by("pk"):
+    submitted = _submitted(study)
+    if conversation_ids is not None:
+        submitted = submitted.filter(assignment__conversation_id__in=list(conversation_ids))
+    for rating in submitted.order_by("pk"):
         unit = rating.assignment.conversation.code
         rater = rating.assignment.rater_name  # a username or an external rater's label
         if part == "main" and study.instrument.kind == InstrumentKind.FLOW:
@@ -97,9 +104,12 @@ def study_time_per_rater(study: Study) -> dict[str, list[int]]:
     return times
 
 
-def study_consensus_map(study: Study) -> dict[tuple[str, str], str]:
-    """Return the human reference label per (conversation code, item) where one exists."""
-    rows = ConsensusLabel.objects.filter(study=study).exclude(label="").values_list("conversation__code", "item_key", "label")
+def study_consensus_map(study: Study, *, conversation_ids: Collection[int] | None = None) -> dict[tuple[str, str], str]:
+    """Return the human reference label per (conversation code, item) where one exists (of these conversations)."""
+    qs = ConsensusLabel.objects.filter(study=study).exclude(label="")
+    if conversation_ids is not None:
+        qs = qs.filter(conversation_id__in=list(conversation_ids))
+    rows = qs.values_list("conversation__code", "item_key", "label")
     return {(code, item): label for code, item, label in rows}
 
 
@@ -208,9 +218,12 @@ def study_text_answers(study: Study, keys: list[str]) -> list[dict]:
     return out
 
 
-def consensus_status_on(study: Study, keys: list[str]) -> dict[str, int]:
+def consensus_status_on(study: Study, keys: list[str], *, conversation_ids: Collection[int] | None = None) -> dict[str, int]:
     """Return how many consensus labels of these items exist per provenance, and how many are provisional."""
-    rows = ConsensusLabel.objects.filter(study=study, item_key__in=keys).values_list("provenance", "provisional")
+    qs = ConsensusLabel.objects.filter(study=study, item_key__in=keys)
+    if conversation_ids is not None:
+        qs = qs.filter(conversation_id__in=list(conversation_ids))
+    rows = qs.values_list("provenance", "provisional")
     out: dict[str, int] = {}
     for provenance, provisional in rows:
         out[provenance] = out.get(provenance, 0) + 1
@@ -247,11 +260,14 @@ def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
     return JudgeRun.objects.filter(results__conversation_id__in=conversation_ids).distinct().order_by("-created_at")
 
 
-def judge_rows_for_study(study: Study, run_id: int) -> tuple[list[tuple[str, str, str, str | None]], list[tuple[str, str, str, str | None]], list[str]]:
+def judge_rows_for_study(
+    study: Study, run_id: int, *, conversation_ids: Collection[int] | None = None
+) -> tuple[list[tuple[str, str, str, str | None]], list[tuple[str, str, str, str | None]], list[str]]:
     """Return (judge rows, ensemble rows, warnings) for the study's conversations in a run.
 
     Rows are (conversation code, judge name, item, label); a missing judge label is None, so
     it counts as missing (never as "no"). Only instance 0 of each judge is compared.
+    ``conversation_ids``: only these of the study's conversations (a development or test set).
     """
     from judging.ensemble import ensemble_kind
     from judging.models import EnsembleLabel, JudgeLabel
@@ -259,7 +275,10 @@ def judge_rows_for_study(study: Study, run_id: int) -> tuple[list[tuple[str, str
     run = judge_runs_for_study(study).filter(pk=run_id).first()
     if run is None:
         raise Http404("no such judge run for this study")
-    conversation_ids = list(study.study_conversations.filter(is_calibration=False).values_list("conversation_id", flat=True))
+    main = study.study_conversations.filter(is_calibration=False)
+    if conversation_ids is not None:
+        main = main.filter(conversation_id__in=list(conversation_ids))
+    conversation_ids = list(main.values_list("conversation_id", flat=True))
     kind = ensemble_kind(run.mode)
     judges = [
         (code, name, item, label or None)

@@ -17,6 +17,7 @@ from annotation.consensus.selectors import consensus_csv_rows, consensus_summary
 from annotation.models import Study
 from reports import jobs, selectors
 from reports.comparison import compute_judges
+from reports.devset.selectors import development_scope, split_current
 from reports.reliability import (
     BOOTSTRAP_RESAMPLES,
     compute_reliability,
@@ -161,8 +162,16 @@ def study_judges_vs_humans(*, study: Study, run_id: int, na: str = "category", w
     and kappa and a leave-one-rater-out comparison with the humans. N/A is a category of its
     own by default (as AMHART compares judges with the human reference); ``na="exclude"``
     drops the declared N/A answers on both sides.
+
+    Once the study is split into a development and a test set (``reports.devset``), the
+    comparison is made on the development set only and never reads a test-set label: the test
+    set is evaluated only for a version declared final. ``holdout`` in the payload says so.
     """
-    return jobs.report_get("judges", {"study": study.pk, "run": run_id, "na": na}, wait=wait)
+    split = split_current(study)
+    params: dict[str, Any] = {"study": study.pk, "run": run_id, "na": na}
+    if split is not None:
+        params["split"] = split.pk
+    return jobs.report_get("judges", params, wait=wait)
 
 
 def _judges_version(params: dict[str, Any]) -> str:
@@ -173,11 +182,17 @@ def _judges_version(params: dict[str, Any]) -> str:
     return f"{_study_version(params)}|{params['run']}|{stamp}|epsilon={epsilon}"
 
 
-jobs.register(
-    "judges",
-    version=_judges_version,
-    compute=lambda p, progress: compute_judges(_study(p), int(p["run"]), p["na"], progress),
-)
+def _compute_judges(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
+    """Compare on the whole study, or on the development set of the split named in ``params``."""
+    study = _study(params)
+    if not params.get("split"):
+        return compute_judges(study, int(params["run"]), params["na"], progress)
+    scope = development_scope(study, int(params["split"]))
+    payload = compute_judges(study, int(params["run"]), params["na"], progress, conversation_ids=scope["conversation_ids"])
+    return {**payload, "holdout": scope["holdout"]}
+
+
+jobs.register("judges", version=_judges_version, compute=_compute_judges)
 
 
 def study_export_zip(*, study: Study) -> bytes:

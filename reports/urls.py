@@ -24,4 +24,6 @@ urlpatterns = [
     path("", include("reports.judge_assisted.urls")),
     path("", include("reports.drift.urls")),
     path("", include("reports.raters.urls")),
+    # Issue 23: judge development with a locked test set.
+    path("", include("reports.devset.urls")),
 ]

@@ -386,6 +386,9 @@ ACTIONS = {
     "reminders_opted_in": "Rater turned reminders on",
     "conversation_flagged": "Conversation flagged by a rater",
     "flag_resolved": "Flag resolved",
+    "holdout_split": "Split into development and test sets",
+    "final_declared": "Judge version declared final",
+    "test_set_evaluated": "Test set evaluated",
 }
 
 

@@ -22,7 +22,9 @@ from corpus.models import Item
 from judging.models import EnsembleLabel, JudgeLabel, JudgeRun
 from judging.sources import LabelSource, RunLabels, label_source_get, run_label_details, run_labels
 from reports import jobs
+from reports.devset.selectors import split_conversation_ids, split_current
 from reports.judge_assisted.selectors import study_human_labels
+from reports.models import HoldoutPart
 from reports.selectors import study_data_version
 from stats.agreement import cohen_kappa
 from stats.data import NA_CATEGORY, is_na_label
@@ -60,7 +62,9 @@ def _params(params: dict[str, Any]) -> tuple[JudgeRun, LabelSource, JudgeRun, La
 
 def _data_version(params: dict[str, Any]) -> str:
     run_a, _, run_b, _, study = _params(params)
-    version = "|".join([_stamp(run_a), _stamp(run_b), study_data_version(study) if study else "-"])
+    split = split_current(study) if study else None
+    version = "|".join([_stamp(run_a), _stamp(run_b), study_data_version(study) if study else "-",
+                        f"split={split.pk if split else 0}"])
     return hashlib.sha256(version.encode()).hexdigest()[:32]
 
 
@@ -136,7 +140,17 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     reference: dict[tuple[str, str], str] = {}
     if study is not None:
         codes = {cid: a.conversations[cid].code for cid in shared}
-        for cid, items in study_human_labels(study).items():
+        # A study split for judge development: versions are compared with the clinicians on its
+        # development set only; the held-out test set's labels are never read here.
+        split = split_current(study)
+        development = split_conversation_ids(split, HoldoutPart.DEV) if split is not None else None
+        if split is not None:
+            payload["notes"].append(
+                f"Human reference: the development set of the study's split {split.number} ({split.n_dev} conversations); "
+                f"its {split.n_test} test-set conversations are held out for versions declared final."
+            )
+            payload["holdout"] = {"set": "development", "split": split.number, "n_conversations": split.n_dev}
+        for cid, items in study_human_labels(study, conversation_ids=development).items():
             if cid in codes:
                 reference.update({(codes[cid], key): label for key, label in items.items() if label is not None})
         payload["n_reference"] = len(reference)

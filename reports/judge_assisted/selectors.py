@@ -9,6 +9,7 @@ guessed); calibration conversations are left out, as in every other report.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db.models import Count, Max, Sum
@@ -40,9 +41,12 @@ def judge_run_for_study(study: Study, run_id: int | None) -> JudgeRun | None:
     return run
 
 
-def study_human_labels(study: Study) -> dict[int, dict[str, str | None]]:
-    """Return the consensus per rated conversation: item -> label (None: unresolved)."""
-    main = study.study_conversations.filter(is_calibration=False).values("conversation_id")
+def study_human_labels(study: Study, *, conversation_ids: Collection[int] | None = None) -> dict[int, dict[str, str | None]]:
+    """Return the consensus per rated conversation: item -> label (None: unresolved); only these conversations if given."""
+    main = study.study_conversations.filter(is_calibration=False)
+    if conversation_ids is not None:
+        main = main.filter(conversation_id__in=list(conversation_ids))
+    main = main.values("conversation_id")
     out: dict[int, dict[str, str | None]] = {}
     rows = (
         ConsensusLabel.objects.filter(study=study, conversation_id__in=main)

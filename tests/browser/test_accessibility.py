@@ -67,6 +67,11 @@ NOT_PAGES = {
     "annotation:study-reminders-schedule": "POST action (a form on the progress page)",
     "annotation:rate-flag": "POST action (a form on the rating page)",
     "annotation:study-flag-resolve": "POST action (a form on the flags page)",
+    "reports:development-split": "POST action", "reports:development-declare": "POST action",
+    "reports:development-evaluate": "POST action", "reports:development-csv": "file download",
+    "reports:development-look-csv": "file download",
+    "reports:development-look-state": "JSON progress of a look being computed (polled by the look page)",
+    "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
 }
 
 
@@ -244,6 +249,7 @@ def site_visits() -> list[Visit]:
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
         ("status", "admin", reverse("status")),
+        ("reports:development", "admin", reverse("reports:development", args=[study.pk])),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

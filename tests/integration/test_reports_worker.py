@@ -32,3 +32,33 @@ def test_a_cold_reliability_report_is_computed_by_the_worker_and_then_served(cel
     assert done.status_code == 200 and 'id="reliability-table"' in done.content.decode()
     again = client.get(url)
     assert again.context["data"]["_cache"]["hit"] is True
+
+
+def test_a_look_at_the_test_set_is_counted_at_once_and_computed_by_the_worker(celery_worker_process):
+    """The researcher's "Evaluate on the test set" records look 1 in the request; a real worker
+    computes and stores its result while the look page shows its progress."""
+    from reports.devset.services import final_declare, split_make
+    from reports.models import HoldoutLook
+    from tests.support.devset_study import build_devset_study
+
+    dev = build_devset_study(prefix="wl")
+    split_make(study=dev.study, actor=dev.coordinator, n_test=12, seed=3)
+    declaration, _ = final_declare(study=dev.study, run=dev.run_v2, source=f"judge:{dev.judge_v2.pk}", actor=dev.researcher)
+    client = client_for(dev.researcher)
+    response = client.post(f"/reports/studies/{dev.study.pk}/development/evaluate/",
+                           {"declaration": declaration.pk, "confirm": "yes"})
+    assert response.status_code == 302
+    look = HoldoutLook.objects.get()
+    assert look.number == 1  # counted when asked for, before any result exists
+    states = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        state = client.get(f"/reports/studies/{dev.study.pk}/development/looks/{look.pk}/state/").json()
+        states.append(state)
+        if not state["pending"] or state["status"] == "failed":
+            break
+        time.sleep(0.3)
+    assert states[-1]["status"] == "ready", states[-1]
+    page = client.get(f"/reports/studies/{dev.study.pk}/development/looks/{look.pk}/")
+    assert page.status_code == 200 and "The verdict on the test set" in page.content.decode()
+    assert HoldoutLook.objects.count() == 1

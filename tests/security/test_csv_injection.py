@@ -110,7 +110,14 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         name="Planned", rater_title="", description="", section=None, coordinators=[coordinator],
         raters=[(clinician, "clinician")], raters_per_conversation=1,
     )
+    from reports.devset.services import final_declare, split_make, test_set_evaluate
+
+    split_make(study=study, actor=coordinator, n_test=1, seed=1)
+    declaration, _ = final_declare(study=study, run=run, source="", actor=researcher, note=PAYLOADS[0])
+    look, _ = test_set_evaluate(study=study, declaration=declaration, actor=researcher)
     urls = {
+        "reports:development-csv": [f"/reports/studies/{study.pk}/development/{t}.csv" for t in ("split", "versions", "looks")],
+        "reports:development-look-csv": [f"/reports/studies/{study.pk}/development/looks/{look.pk}.csv"],
         "corpus:conversation-export": ["/corpus/conversations/export.csv"],
         "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
         "judging:run-export": [f"/judging/runs/{run.pk}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
