@@ -174,7 +174,18 @@ def site_visits() -> list[Visit]:
     """Seed the demo (and the rater pages' other states) and return every page to visit, as whom."""
     call_command("seed_demo", "--quiet-logins", "--force")
     study = Study.objects.get(is_demo=True)
-    rater_variants = _rater_variants(study)  # before the consensus: their submitted ratings dispute items
+    # The demo study is rated in full already; the rater pages' other states (and the open
+    # adjudication case they make) get a study of their own on the same conversations.
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
+    states = study_create(
+        name="Rater page states", instrument=study.instrument, section=study.section,
+        conversation_ids=list(study.assignments.values_list("conversation_id", flat=True).distinct()),
+        created_by=users["coordinator"], coordinators=[users["coordinator"]],
+        raters=[(users["clinician"], "clinician"), (users["clinician2"], "clinician")], raters_per_conversation=2,
+    )
+    study_assign(study=states, actor=users["coordinator"], seed=7)
+    rater_variants = _rater_variants(states)  # before the consensus: their submitted ratings dispute items
+    study_compute_consensus(study=states)
     study_compute_consensus(study=study)
     conversation = Conversation.objects.order_by("id").first()
     judge = judge_create(name="axe-judge", instrument=study.instrument, model="openai/axe-judge",
@@ -255,9 +266,9 @@ def site_visits() -> list[Visit]:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))
     else:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
-    disputed = study.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
-    assert disputed is not None, "the demo's two submitted ratings should leave an item to adjudicate"
-    adjudication = reverse("annotation:study-adjudication", args=[study.pk])
+    disputed = states.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
+    assert disputed is not None, "the two submitted ratings of the states study should leave an item to adjudicate"
+    adjudication = reverse("annotation:study-adjudication", args=[states.pk])
     return [Visit(*visit) for visit in visits] + rater_variants + [
         Visit("annotation:study-adjudication", "coordinator", f"{adjudication}?conversation={disputed}", "a case open"),
         Visit("api-docs", "researcher", reverse("api-docs")),
