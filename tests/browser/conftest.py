@@ -37,7 +37,10 @@ def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an asyncio loop running on the main thread while it
+# lives, so any later test that calls asyncio.run() (the LLM engine, the outbound-policy tests)
+# would fail with "cannot be called from a running event loop". It stops after tests/browser.
+@pytest.fixture(scope="package")
 def chromium_browser() -> Iterator[object]:
     if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
         message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"

@@ -44,10 +44,10 @@ def wait_for(predicate: Callable[[], Any], timeout: float, every: float = 0.05) 
 
 
 def database_url() -> str:
-    from django.db import connection
+    """Return the test database's URL for a worker process (credentials included)."""
+    from tests.support.services import worker_database_url
 
-    db = connection.settings_dict
-    return f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    return worker_database_url()
 
 
 class Workers:
@@ -124,10 +124,9 @@ class RowLock:
 
         db = connection.settings_dict
         self.dbname = db["NAME"]
-        self.conn = psycopg.connect(
-            host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
-            dbname=self.dbname, autocommit=False,
-        )
+        from tests.support.services import worker_database_url
+
+        self.conn = psycopg.connect(worker_database_url(), autocommit=False)
 
     def hold(self, table: str, where: str, params: tuple[Any, ...] = ()) -> int:
         """Lock the rows of ``table`` matching ``where`` until ``release``; return how many."""

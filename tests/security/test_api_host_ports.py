@@ -48,7 +48,7 @@ def api(user) -> APIClient:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("base", [
-    "http://127.0.0.1:6379/", "http://localhost:5432/chat", "http://[::1]:6379/", "http://0.0.0.0:11211/",
+    "http://127.0.0.1:6379/", "http://localhost:5432/chat", "http://[::1]:6379/", "http://0.0.0.0:11211/",  # not a service location: ports that must be refused
     "http://127.0.0.2:8765/v1", "http://127.0.0.1/v1",
 ])
 def test_this_machines_ports_are_refused_without_an_administrator(production_hosts, researcher, base):
@@ -77,7 +77,7 @@ def test_an_administrator_approves_one_port_and_only_that_port(production_hosts,
     assert response.status_code == 302
     assert list(AllowedApiHost.objects.values_list("host", flat=True)) == ["127.0.0.1:8765"]
     ok = client_for(researcher).post("/corpus/chatbots/new/", {**HTTP_BOT, "api_base": "http://127.0.0.1:8765/chat"})
-    other = client_for(researcher).post("/corpus/chatbots/new/", {**HTTP_BOT, "api_base": "http://127.0.0.1:6379/chat"})
+    other = client_for(researcher).post("/corpus/chatbots/new/", {**HTTP_BOT, "api_base": "http://127.0.0.1:8766/chat"})  # another port
     assert ok.status_code == 302 and other.status_code == 400
 
 

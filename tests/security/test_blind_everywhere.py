@@ -133,6 +133,7 @@ def _normalise(text: str, assignment: Assignment, conversation: Conversation, us
     text = text.replace(conversation.code, "CODE").replace(username, "RATER")
     text = re.sub(r"(/ratings/|/my/assignments/|/studies/|study-|#study-)\d+", r"\1ID", text)
     text = re.sub(r'"(id|assignment|study|study_id|conversation)": ?\d+', r'"\1": ID', text)
+    text = re.sub(r'name="study" value="\d+"', 'name="study" value="ID"', text)  # the reminders form'
     text = re.sub(r"[A-Za-z0-9]{64}", "TOKEN", text)  # CSRF tokens
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?", "TIME", text)
     return text
