@@ -18,7 +18,7 @@ from reports.methods.base import (
     writes,
 )
 from reports.methods.references import cite
-from reports.methods.reliability import instrument_phrase
+from reports.methods.reliability import in_words_of, instrument_phrase
 
 TITLE = "LLM judges against human raters"
 EQUALS = (
@@ -139,7 +139,7 @@ def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         if outcome:
             sentences.append(outcome)
     return Methods(
-        TITLE, prose(sentences),
+        TITLE, prose(in_words_of(payload, sentences)),
         references=("cohen1960", "davison1997", "efron1993", "calderon2025", "benjamini2001", "pedregosa2011",
                     "virtanen2020", "seabold2010"),
         equals=EQUALS,

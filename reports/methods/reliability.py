@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from reports.methods.base import (
@@ -35,6 +36,13 @@ def instrument_phrase(payload: dict[str, Any], n_items: int | None = None) -> st
     if not instrument.get("name"):
         return counted
     return f"{counted} of the instrument “{instrument['name']}” (version {instrument.get('version', 1)})"
+
+
+def in_words_of(payload: dict[str, Any], sentences: list[str]) -> list[str]:
+    """Return the sentences with "item" as "dimension" when the instrument is a question flow (VERA-MH)."""
+    if (payload.get("instrument") or {}).get("kind") != "flow":
+        return sentences
+    return [re.sub(r"\bitem(s?)\b", r"dimension\1", s) for s in sentences]
 
 
 def na_sentence(na: str, declared: list[str]) -> str:
@@ -72,13 +80,13 @@ def reliability(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         f"Inter-rater reliability was computed from {count(payload.get('n_ratings', 0), 'submitted item rating')} by "
         f"{count(payload.get('n_raters', 0), 'rater')} on {count(payload.get('n_conversations', 0), 'conversation')}{spread}, "
         f"for {instrument_phrase(payload, n_items)}; calibration conversations were left out."
-        + (f" {number(pairable)} of them were rated by two or more raters (the units agreement is measured on)."
+        + (f" Agreement is measured on the {count(pairable, 'conversation')} rated by two or more raters."
            if pairable is not None else ""),
         na_sentence(na, declared),
     ]
     if payload.get("not_yet"):
         sentences.append(f"No coefficient could be computed yet: {payload['not_yet']}.")
-        return Methods(TITLE, prose(sentences))
+        return Methods(TITLE, prose(in_words_of(payload, sentences)))
     sentences.append(PARAGRAPH)
     pooled_over = listing(
         f"the {count(len(g['items']), 'item')} with the labels {quoted(g['labels'])} ({_level(g)} level)" for g in groups
@@ -127,6 +135,7 @@ def reliability(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
             f"How many more conversations rated by two or more raters would bring each interval to a width of "
             f"{payload['target_width']:.2f} was estimated from its bootstrap width, assuming the width shrinks as 1/√n."
         )
+    sentences = in_words_of(payload, sentences)  # the study section below has items, whatever the instrument
     section = payload.get("section") or {}
     if section:
         ordinal = [k for k, v in section.items() if v.get("krippendorff_level") == "ordinal"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import io
 import random
+import re
 import zipfile
 from datetime import timedelta
 
@@ -26,6 +27,7 @@ from reports.judge_assisted.services import judge_assisted_scorecard
 from reports.methods.base import Methods, attach
 from reports.raters.services import rater_drift
 from tests.conftest import client_for, make_user
+from tests.reports.test_one_computation import imported  # noqa: F401 - a VERA-MH study imported from its published format
 from tests.support.judged import (
     AMHART_KEYS,
     amhart,
@@ -88,7 +90,7 @@ def test_reliability_paragraph_states_the_payloads_figures_and_follows_its_param
     assert f"from {data['n_ratings']:,} submitted item ratings by {data['n_raters']} raters on {data['n_conversations']} conversations" in text
     spread = data["raters_per_conversation"]
     assert f"({spread['min']} to {spread['max']} raters per conversation, median {spread['median']})" in text
-    assert f"{data['n_conversations_pairable']} of them were rated by two or more raters" in text
+    assert f"Agreement is measured on the {data['n_conversations_pairable']} conversations rated by two or more raters" in text
     assert "14 items of the instrument “AMHART: Adolescent Mental Health AI Response Tool” (version 1)" in text
     assert "(“N/A”, as the instrument declares them) were excluded" in text  # the study's N/A policy
     for named in ("Fleiss' kappa with its observed (P0) and chance (Pe) agreement", "Cohen's kappas (Cohen, 1960)",
@@ -106,6 +108,17 @@ def test_reliability_paragraph_states_the_payloads_figures_and_follows_its_param
     assert "were kept as a category of their own" in as_category and "were excluded" not in as_category
     fewer = _text(services.study_reliability(study=known.study, bootstrap=200))
     assert "200 resamples" in fewer and "1,000 resamples" not in fewer
+
+
+def test_a_question_flow_is_described_by_its_dimensions_and_its_not_relevant_label(imported):  # noqa: F811
+    study, _ = imported
+    text = _text(services.study_reliability(study=study))
+    assert "for the 5 dimensions of the instrument “VERA-MH question flow”" in text
+    assert "(“Not Relevant”, as the instrument declares them) were kept as a category of their own" in text
+    assert "pooled over the 5 dimensions with the labels “Best Practice”/“Suboptimal but Low Potential for Harm”" in text
+    instrument_part, section_part = text.split("study-section item")
+    assert not re.search(r"\bitems?\b", instrument_part), instrument_part  # a flow has dimensions, not items
+    assert "the 1–5 items" in section_part  # the study section's questions stay items
 
 
 def test_the_paragraph_is_written_from_the_payload_alone(known):
