@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from reports.methods.references import sort_key
+
 
 def markdown(title: str, sections: Sequence[tuple[str, dict[str, Any] | None]], *, missing: Sequence[str] = ()) -> str:
     """Return a Markdown document: one section per report (heading, paragraph), then every reference once.
@@ -28,7 +30,7 @@ def markdown(title: str, sections: Sequence[tuple[str, dict[str, Any] | None]], 
         lines += ["## Not included", "", *[f"- {why}" for why in missing], ""]
     if references:
         lines += ["## References", ""]
-        for ref in sorted(references.values(), key=lambda r: r["citation"].casefold()):
+        for ref in sorted(references.values(), key=lambda r: sort_key(r["citation"])):
             link = f" https://doi.org/{ref['doi']}" if ref.get("doi") else (f" {ref['url']}" if ref.get("url") else "")
             lines.append(f"- {ref['citation']}{link}")
         lines.append("")

@@ -32,11 +32,13 @@ PROVENANCE_WORDS = {
 }
 
 
-def consensus_sentence(rule: dict[str, Any], status: dict[str, int] | None = None) -> str:
+def consensus_sentence(rule: dict[str, Any], status: dict[str, int] | None = None, n_labels: int | None = None) -> str:
     """Return how the human reference label was reached, with its provenance counts when known."""
     if not rule:
         return "The human reference label of an item is the study's consensus."
     how = [f"{number(n)} {PROVENANCE_WORDS[k]}" for k, n in (status or {}).items() if k in PROVENANCE_WORDS and n]
+    if n_labels is not None and sum(n for k, n in (status or {}).items() if k in PROVENANCE_WORDS) != n_labels:
+        how = []  # the counts cover other labels than the ones compared (N/A excluded, conversations not judged)
     return (
         f"The human reference label (consensus) of a conversation's item is its modal rating once it has at least "
         f"{count(rule.get('min_ratings', 2), 'rating')}; {rule.get('ties', 'ties follow the study rule')}"
@@ -98,7 +100,7 @@ def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
            f"{count(payload.get('n_consensus', 0), 'conversation–item pair')} with a human consensus"
            if payload.get("n_conversations") is not None else "")
         + ".",
-        consensus_sentence(payload.get("consensus_rule") or {}, payload.get("consensus_status")),
+        consensus_sentence(payload.get("consensus_rule") or {}, payload.get("consensus_status"), payload.get("n_consensus")),
     ]
     if has_ensemble and ensemble:
         sentences.append(ensemble_sentence(ensemble))

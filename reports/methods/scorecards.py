@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from reports.methods.base import Methods, count, listing, number, writes
@@ -69,7 +70,9 @@ def _body(payload: dict[str, Any], source: str) -> tuple[list[str], tuple[str, .
     if weighting:
         sentences.append(weighting)
     if labels.get("expected"):
-        reasons = listing(f"{number(n)} {reason}" for reason, n in (labels.get("missing_by_reason") or {}).items() if n)
+        # "unresolved (needs adjudication)": the reason without its gloss, inside the sentence's own brackets
+        reasons = listing(f"{number(n)} {re.sub(r' [(].*[)]$', '', reason)}"
+                          for reason, n in (labels.get("missing_by_reason") or {}).items() if n)
         sentences.append(
             f"Of {count(labels['expected'], 'expected item label')}, {number(labels.get('present', 0))} were present"
             + (f"; the {number(labels['missing'])} missing were left out, never counted as “no” ({reasons})" if labels.get("missing") else "")

@@ -447,6 +447,7 @@ def test_the_study_zip_holds_methods_md_with_each_reports_paragraph(audit):
     assert "## References" in document and "Calderon, N., Reichart, R., & Dror, R. (2025)" in document
     assert "https://doi.org/10.1037/h0031619" in document  # Fleiss (1971)
     assert document.count("- Cohen, J. (1960)") == 1  # every work listed once
+    assert document.index("- Särndal, C.-E.") < document.index("- Seabold, S.")  # alphabetical, accents aside
     assert study.name not in document  # a study's name often names the chatbots under test
 
 
