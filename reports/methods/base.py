@@ -122,5 +122,12 @@ def share(x: float) -> str:
     return f"{100 * x:g}%"
 
 
+def clause(text: str) -> str:
+    """Return a sentence as a clause after a colon: no final full stop, first letter lower-case unless an acronym."""
+    text = str(text).strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
 def seed_text(seed: Any) -> str:
+    """Return "seed 20260101", or say the seed was not fixed."""
     return f"seed {seed}" if seed is not None else "a random seed (not fixed)"

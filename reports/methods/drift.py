@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.methods.base import Methods, count, number, seed_text, share, writes
+from reports.methods.base import Methods, clause, count, number, seed_text, share, writes
 from reports.methods.references import cite
 
 TITLE = "Judge drift between two versions"
@@ -23,7 +23,7 @@ def judge_drift(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     a, b = payload.get("a") or {}, payload.get("b") or {}
     versions = f"version A, {_version(a)}, and version B, {_version(b)}"
     if payload.get("empty"):
-        return Methods(TITLE, f"No drift was computed between {versions}: {payload['empty'].rstrip('.').lower()}.")
+        return Methods(TITLE, f"No drift was computed between {versions}: {clause(payload['empty'])}.")
     pooled = payload.get("pooled") or {}
     sentences = [
         f"Two versions of a judge's labels, {versions}, were compared on the "

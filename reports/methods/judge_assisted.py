@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.methods.base import PARAGRAPH, Methods, count, number, prose, share, writes
+from reports.methods.base import PARAGRAPH, Methods, clause, count, number, prose, share, writes
 from reports.methods.judges import ensemble_sentence
 from reports.methods.references import cite
 
@@ -45,7 +45,7 @@ def _lambda_range(rows: list[dict[str, Any]]) -> str:
 def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     """Write the estimators (as the literature names them), their λ, ddof and interval, weights and sample."""
     if payload.get("empty"):
-        return Methods(TITLE, f"No judge-assisted estimate was computed: {payload['empty'].rstrip('.').lower()}.")
+        return Methods(TITLE, f"No judge-assisted estimate was computed: {clause(payload['empty'])}.")
     rows = payload.get("rows") or []
     used = payload.get("methods_used") or {}
     chatbots = {r["chatbot"] for r in rows}

@@ -8,6 +8,7 @@ from typing import Any
 from reports.methods.base import (
     PARAGRAPH,
     Methods,
+    clause,
     count,
     listing,
     number,
@@ -83,7 +84,7 @@ def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     items = payload.get("items_compared") or []
     run = payload.get("run")
     if payload.get("empty"):
-        return Methods(TITLE, f"No comparison was computed for judge run #{run}: {payload['empty'].rstrip('.')}.")
+        return Methods(TITLE, f"No comparison was computed for judge run #{run}: {clause(payload['empty'])}.")
     groups = payload.get("groups") or []
     parameters = payload.get("parameters") or {}
     alt = parameters.get("alt_test") or {}

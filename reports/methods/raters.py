@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.methods.base import Methods, count, number, seed_text, share, writes
+from reports.methods.base import Methods, clause, count, number, seed_text, share, writes
 from reports.methods.references import cite
 
 TITLE = "Rater drift and load"
@@ -15,7 +15,7 @@ ORDER_WORDS = {"queue": "the order of their assigned queue", "submitted": "the o
 def rater_drift(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     """Write the leave-one-out consensus, the thirds and their bootstrap, sittings, and what lacks timing data."""
     if payload.get("empty"):
-        return Methods(TITLE, f"No rater drift was computed: {payload['empty'].rstrip('.').lower()}.")
+        return Methods(TITLE, f"No rater drift was computed: {clause(payload['empty'])}.")
     raters = payload.get("raters") or []
     overall = (payload.get("pooled") or {}).get("overall") or {}
     consensus = payload.get("consensus") or {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.methods.base import Methods, count, listing, writes
+from reports.methods.base import Methods, clause, count, listing, writes
 from reports.methods.references import cite
 
 TITLE = "Item-level regression"
@@ -67,7 +67,7 @@ def regression(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     robust = payload.get("method") == "cluster_robust"
     if payload.get("empty") or payload.get("error"):
         why = payload.get("empty") or "the data cannot support the model (the page gives the reason)"
-        return Methods(TITLE, f"No regression was fitted on the ensemble labels of judge run #{run}: {why.rstrip('.').lower()}.")
+        return Methods(TITLE, f"No regression was fitted on the ensemble labels of judge run #{run}: {clause(why)}.")
     sentences = [
         f"Following AMHART, each yes/no ensemble label of judge run #{run} was modelled as an item passed (yes) or failed "
         f"(no): {count(payload.get('n_observations', 0), 'label')}"

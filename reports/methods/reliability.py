@@ -8,6 +8,7 @@ from typing import Any
 from reports.methods.base import (
     PARAGRAPH,
     Methods,
+    clause,
     count,
     listing,
     number,
@@ -64,12 +65,12 @@ def reliability(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     main = payload.get("main") or {}
     groups = main.get("groups") or []
     items = main.get("items") or {}
-    n_items = len(items) if items else len(payload.get("items_info") or {})
+    n_items = len(items) if items else (len(payload.get("items_info") or {}) or None)
     declared = list(dict.fromkeys(x for v in (payload.get("items_info") or {}).values() for x in v.get("na_labels", [])))
     na = payload.get("na_policy", "exclude")
     if payload.get("empty") or not groups:
         why = payload.get("empty") or "no ratings could be compared"
-        return Methods(TITLE, f"No inter-rater reliability was computed for {instrument_phrase(payload, n_items)}: {why.rstrip('.').lower()}.")
+        return Methods(TITLE, f"No inter-rater reliability was computed for {instrument_phrase(payload, n_items)}: {clause(why)}.")
     per_conv = payload.get("raters_per_conversation") or {}
     spread = ""
     if per_conv.get("min") is not None:

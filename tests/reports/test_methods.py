@@ -76,6 +76,40 @@ def test_a_writer_that_fails_leaves_the_figures_and_says_the_paragraph_could_not
     assert written["references"][0]["key"] == "cohen1960" and written["references"][0]["doi"] == "10.1177/001316446002000104"
 
 
+EMPTY = {
+    "reliability": ({"empty": "No submitted ratings yet.", "instrument": {"name": "AMHART", "version": 1, "kind": "checklist"}},
+                    "No inter-rater reliability was computed for the items of the instrument “AMHART” (version 1): no submitted ratings yet."),
+    "judges": ({"run": 3, "empty": "This run has no labels for the study's conversations."},
+               "No comparison was computed for judge run #3: this run has no labels for the study's conversations."),
+    "scorecard": ({"empty": True, "labels": {"expected": 28, "present": 0}},
+                  "No scorecard was computed: the study has no human consensus label yet."),
+    "run-scorecard": ({"empty": True, "labels": {"present": 0}, "ensemble": {"run": 4}},
+                      "No scorecard was computed: judge run #4 has no ensemble label yet."),
+    "run-regression": ({"run": 4, "error": "cannot fit: chatbot CB-A · vendor-a/chat-large passes every item"},
+                       "No regression was fitted on the ensemble labels of judge run #4: the data cannot support the model "
+                       "(the page gives the reason)."),
+    "judge_assisted": ({"empty": "This run has no judged conversation (or all were flagged by the integrity checks)."},
+                       "No judge-assisted estimate was computed: this run has no judged conversation (or all were flagged by "
+                       "the integrity checks)."),
+    "rater_drift": ({"empty": "No rater has an assignment in this study yet."},
+                    "No rater drift was computed: no rater has an assignment in this study yet."),
+    "judge_drift": ({"empty": "The two versions share no judged conversation.", "a": {"run": 1, "source": "ensemble"},
+                     "b": {"run": 2, "source": "judge:7"}},
+                    "No drift was computed between version A, the majority-vote ensemble of judge run #1, and version B, one "
+                    "judge of judge run #2 (source judge:7): the two versions share no judged conversation."),
+    "realism": ({"realism": [], "design_vs_perceived": {}, "n_ratings": 0},
+                "No realism figure was computed: none of the 0 submitted ratings holds a realism, risk or disclosure answer of "
+                "the study section that could be compared."),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EMPTY))
+def test_a_report_with_nothing_to_compute_says_so_in_its_paragraph(kind):
+    payload, expected = EMPTY[kind]
+    assert methods.WRITERS[kind](payload, {}).text == expected
+    assert "vendor" not in attach(kind, {}, payload)["methods"]["text"]
+
+
 # --- reliability ---------------------------------------------------------------------------------------------
 
 
