@@ -21,8 +21,10 @@ from typing import Any
 from annotation.consensus.services import consensus_labels_of
 from annotation.models import Study
 from corpus.instruments.labels import ItemLabels, UnknownAnswer
+from judging.models import JudgeRun
 from reports import selectors
 from reports.jobs import Progress
+from reports.methods.facts import consensus_facts, ensemble_facts, instrument_facts
 from reports.reliability import group_order, label_groups, normalise_rows
 from reports.verdict import group_verdict, headline, parameters
 from stats import rater_pair_agreement, reference_agreement
@@ -116,6 +118,11 @@ def compute_judges(
                 consensus[(unit, item)] = clean
     payload.update({
         "n_consensus": len(consensus),
+        "n_conversations": len({unit for unit, _ in consensus}),
+        "n_raters": len({r[1] for r in humans}),
+        "instrument": instrument_facts(study.instrument),
+        "consensus_rule": consensus_facts(study),
+        "ensemble": ensemble_facts(JudgeRun.objects.get(pk=run_id)),
         "label_problems": problems[:20],
         "off_scale": {j: sum(c.values()) for j, c in off_scale.items()},
         "consensus_status": selectors.consensus_status_on(study, list(shared), conversation_ids=conversation_ids),

@@ -22,10 +22,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.enqueue import enqueue_on_commit
+from reports.methods import attach as attach_methods
 from reports.models import ReportCache, ReportStatus
 
 # Bump when a payload's shape or meaning changes: cached payloads of an older format are recomputed.
-PAYLOAD_FORMAT = 3  # 3: scorecard intervals (ci_low/ci_high), the realism page's perceived levels
+# 4: scorecard intervals (ci_low/ci_high), the realism page's perceived levels, and every payload's
+# methods paragraph (``methods``, reports.methods).
+PAYLOAD_FORMAT = 4
 # A claim older than this is taken over (its worker died before acks_late redelivered it).
 STALE_AFTER = timedelta(minutes=15)
 # A failed computation is shown with its error; asked for again after this, it is retried.
@@ -111,6 +114,14 @@ def report_get(kind: str, params: dict[str, Any], *, wait: bool = True) -> dict[
     return pending_state(_claim(kind, params, key, version))
 
 
+def report_cached(kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the report's payload if it is cached at the current data version, else None (never computes)."""
+    row = ReportCache.objects.filter(key=report_key(kind, params)).first()
+    if row is None or row.status != ReportStatus.READY or row.data_version != data_version(kind, params):
+        return None
+    return {**row.payload, "_cache": _cache_info(row, True)}
+
+
 @transaction.atomic
 def _claim(kind: str, params: dict[str, Any], key: str, version: str) -> ReportCache:
     row, _ = ReportCache.objects.select_for_update().update_or_create(
@@ -137,9 +148,14 @@ def _not_queued(cache_ids: list[int], cause: str) -> None:
     )
 
 
+def _computed(kind: str, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """Compute a report and attach its methods paragraph, written from the payload just computed."""
+    return attach_methods(kind, params, KINDS[kind].compute(params, progress))
+
+
 def _compute_now(kind: str, params: dict[str, Any], key: str, version: str) -> dict[str, Any]:
     started = time.perf_counter()
-    payload = KINDS[kind].compute(params, lambda fraction, stage: None)
+    payload = _computed(kind, params, lambda fraction, stage: None)
     seconds = time.perf_counter() - started
     payload = json.loads(json.dumps(payload))  # what the cache returns later: same types now
     row, _ = ReportCache.objects.update_or_create(
@@ -173,7 +189,7 @@ def report_compute(*, cache_id: int) -> str:
     progress(0.0, "starting")
     started = time.perf_counter()
     try:
-        payload = KINDS[row.kind].compute(dict(row.params), progress)
+        payload = _computed(row.kind, dict(row.params), progress)
     except Exception as exc:  # the page shows the error instead of spinning forever
         ReportCache.objects.filter(pk=cache_id, data_version=version).update(
             status=ReportStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], stage="failed"

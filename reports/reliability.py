@@ -24,6 +24,7 @@ from annotation.models import Study
 from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from reports import selectors
 from reports.jobs import Progress
+from reports.methods.facts import instrument_facts
 from stats import agreement_report, reference_agreement
 from stats.report import DEFAULT_POOLED_RESAMPLING, DEFAULT_RESAMPLES, DEFAULT_SEED
 
@@ -112,6 +113,9 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
         "n_ratings": len(rows),
         "n_raters": len({r[1] for r in rows}),
         "n_conversations": len({r[0] for r in rows}),
+        **_raters_per_conversation(rows),
+        "instrument": instrument_facts(study.instrument),
+        "prevalence_warning": PREVALENCE_WARNING,
         "target_width": width,
         "label_problems": problems[:50],
         "n_label_problems": len(problems),
@@ -161,6 +165,17 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
     progress(0.9, "study section")
     payload["section"] = _section(study, na)
     return payload
+
+
+def _raters_per_conversation(rows: list[Row]) -> dict[str, Any]:
+    """Return how many raters rated each conversation (min, median, max) and how many had two or more."""
+    raters: dict[str, set[str]] = defaultdict(set)
+    for unit, rater, _, _ in rows:
+        raters[unit].add(rater)
+    sizes = sorted(len(r) for r in raters.values())
+    median = statistics.median(sizes) if sizes else None
+    spread = {"min": sizes[0], "median": int(median) if float(median).is_integer() else median, "max": sizes[-1]} if sizes else {}
+    return {"n_conversations_pairable": sum(1 for n in sizes if n >= 2), "raters_per_conversation": spread}
 
 
 def _why_not_yet(rows: list[Row]) -> str:

@@ -21,6 +21,7 @@ from corpus.instruments.labels import ItemLabels, UnknownAnswer, instrument_labe
 from corpus.models import Instrument, InstrumentKind, Scale
 from reports import selectors
 from reports.jobs import Progress
+from reports.methods.facts import consensus_facts, ensemble_facts, instrument_facts
 from stats.scorecard import amhart_scorecard, label_distributions, vera_mh_scorecard
 
 SCORED_SCALES = (Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN)
@@ -53,14 +54,17 @@ def scorecard(
     labels = instrument_labels(instrument)
     rows, n_off_scale = _respell(rows, labels)
     info = {k: {"text": v.text, "number": v.number, "scale": v.scale} for k, v in labels.items()}
+    labelled = [r for r in rows if r["label"] is not None]
+    counts = {"n_conversations": len({r["conversation"] for r in labelled}), "n_chatbots": len({r["chatbot"] for r in labelled}),
+              "instrument": instrument_facts(instrument)}
     if instrument.kind == InstrumentKind.FLOW:
         progress(0.5, "VERA-MH scores by dimension")
         card = vera_mh_scorecard(rows, weights)
-        return {"kind": "vera-mh", "items_info": info, "n_off_scale": n_off_scale, **card}
+        return {"kind": "vera-mh", "items_info": info, "n_off_scale": n_off_scale, **counts, **card}
     scored = [k for k, v in labels.items() if v.scale in SCORED_SCALES]
     described = {k: v for k, v in labels.items() if v.scale in DESCRIBED_SCALES}
     out: dict[str, Any] = {
-        "kind": "checklist", "items_info": info, "n_off_scale": n_off_scale,
+        "kind": "checklist", "items_info": info, "n_off_scale": n_off_scale, **counts,
         "scored_items": scored, "described_items": list(described),
         "text_items": [k for k, v in labels.items() if v.is_text],
     }
@@ -112,6 +116,7 @@ def compute_study_scorecard(study: Any, progress: Progress) -> dict[str, Any]:
     weights, weighting = selectors.study_inclusion_weights(study)
     card = scorecard(rows, study.instrument, progress, weights)
     card["weighting"] = weighting
+    card["consensus_rule"] = consensus_facts(study)
     n_items = len([k for k, v in instrument_labels(study.instrument).items() if not v.is_text])
     n_conversations = study.study_conversations.filter(is_calibration=False).count()
     reasons: Counter[str] = Counter()
@@ -140,6 +145,7 @@ def compute_run_scorecard(run: Any, progress: Progress) -> dict[str, Any]:
     card["labels"] = _coverage(len(rows), rows, reasons)
     card["labels"]["conversations_left_out"] = n_flagged
     card["source"] = f"judge run {run.pk} ensemble"
+    card["ensemble"] = ensemble_facts(run)
     if not card["labels"]["present"]:
         card["empty"] = True
     return card

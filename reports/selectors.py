@@ -195,7 +195,8 @@ def study_inclusion_weights(study: Study) -> tuple[dict[str, float] | None, dict
                  "1/π times, π its chance of being drawn, so the scores estimate the run's conversations, not the "
                  "sample (Hájek estimator; Särndal, Swensson & Wretman 1992, sec. 5.7). The unweighted figures, "
                  "which describe the sample as drawn, are beside them."),
-        "plan": {"method": plan.method, "n": plan.n, "population": plan.population, "judge_run": plan.judge_run_id},
+        "plan": {"method": plan.method, "method_label": plan.get_method_display(), "n": plan.n, "population": plan.population,
+                 "judge_run": plan.judge_run_id},
     }
 
 

@@ -18,6 +18,7 @@ from annotation.models import Study
 from reports import jobs, selectors
 from reports.comparison import compute_judges
 from reports.devset.selectors import development_scope, split_current
+from reports.methods import markdown
 from reports.reliability import (
     BOOTSTRAP_RESAMPLES,
     compute_reliability,
@@ -252,12 +253,65 @@ def study_export_zip(*, study: Study) -> bytes:
             f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
             + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
                       for name, _, command in inputs)
+            + "METHODS.md: a methods paragraph for each report of the study (what was computed, from the report's own figures), "
+            "with references, ready for the methods section of a paper.\n"
             + "scores_*.csv: scorecard tables computed from the human consensus "
             "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
             + f"  {(card.get('weighting') or {}).get('note', '')}\n"
             + _coverage_line(card),
         )
+        archive.writestr("METHODS.md", study_methods(study=study, reliability=reliability, scorecard=card))
     return buffer.getvalue()
+
+
+NA_WORDS = {"category": "N/A as a category", "exclude": "N/A excluded"}
+
+
+def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, scorecard: dict[str, Any] | None = None) -> str:
+    """Return METHODS.md: the methods paragraph of each of the study's reports (``reports.methods``).
+
+    Reliability (the study's N/A policy, as in reliability.csv), the scorecard, realism (with a
+    study section), rater drift and load, and for the newest judge run (each page's default)
+    judges vs humans and the judge-assisted scores, computed if need be. Other judge runs and
+    N/A policies are included when a page computed them at the current data, and listed as not
+    included otherwise (computing every run's bootstrap for a download would take minutes).
+    """
+    from judging.errors import JudgingError
+    from reports.judge_assisted import selectors as assisted_reads
+    from reports.judge_assisted.services import judge_assisted_scorecard
+    from reports.raters.services import rater_drift
+
+    reliability = reliability or study_reliability(study=study)
+    sections: list[tuple[str, dict[str, Any] | None]] = [
+        (f"Inter-rater reliability ({NA_WORDS.get(reliability.get('na_policy', ''), '')})", reliability.get("methods")),
+        ("Scorecard (human consensus)", (scorecard or study_scorecard(study=study)).get("methods")),
+    ]
+    if study.section_id:
+        sections.append(("Realism of the simulated users", study_realism(study=study).get("methods")))
+    sections.append(("Rater drift and load", rater_drift(study=study).get("methods")))
+    missing = []
+    runs = list(selectors.judge_runs_for_study(study).values_list("pk", flat=True))
+    for index, run_id in enumerate(runs):
+        for na in ("category", "exclude"):
+            params = {"study": study.pk, "run": run_id, "na": na}
+            payload = jobs.report_cached("judges", params)
+            if payload is None and index == 0 and na == "category":
+                payload = study_judges_vs_humans(study=study, run_id=run_id, na=na)
+            heading = f"LLM judges against human raters (judge run #{run_id}, {NA_WORDS[na]})"
+            if payload is not None:
+                sections.append((heading, payload.get("methods")))
+            elif na == "category":
+                missing.append(f"{heading}: not computed since the data last changed; open "
+                               f"/reports/studies/{study.pk}/judges/?run={run_id} and download the zip again.")
+    default_run = assisted_reads.judge_run_for_study(study, None)
+    if default_run is not None:
+        try:
+            assisted = judge_assisted_scorecard(study=study, run=default_run)
+        except JudgingError as exc:  # a label source that cannot be read is listed, not fatal to the zip
+            missing.append(f"Judge-assisted scores (judge run #{default_run.pk}): {exc}")
+        else:
+            sections.append((f"Judge-assisted scores (judge run #{default_run.pk})", assisted.get("methods")))
+    return markdown(f"Methods: study {study.pk}", sections, missing=missing)
 
 
 def _coverage_line(card: dict[str, Any]) -> str:
@@ -311,15 +365,16 @@ def _compute_regression(run: Any, refs: str, method: str, progress: jobs.Progres
     references = dict(part.split("=", 1) for part in refs.split("|") if "=" in part)
     yes_no = set(run.instrument.items.filter(scale__in=(Scale.YES_NO_NA, Scale.YES_NO, Scale.BOOLEAN)).values_list("key", flat=True))
     rows = [r for r in selectors.run_ensemble_rows(run) if r["label"] is not None and r["item"] in yes_no]
-    methods = [{"key": key, "label": label} for key, label in REGRESSION_METHODS.items()]
+    # "method_choices", not "methods": a payload's "methods" is its methods paragraph (reports.methods).
+    choices = [{"key": key, "label": label} for key, label in REGRESSION_METHODS.items()]
     if not rows:
-        return {"method": method, "methods": methods, "empty": "No yes/no ensemble labels to model."}
+        return {"run": run.pk, "method": method, "method_choices": choices, "empty": "No yes/no ensemble labels to model."}
     progress(0.3, "fitting the mixed-effects model" if method == "mixed" else "fitting the logistic model with cluster-robust errors")
     try:
         fitted = item_regression(rows, references=references or None, method=method).as_dict()  # type: ignore[arg-type]
     except ValueError as exc:  # stats.regression.CannotFit and bad references: said in words
-        return {"method": method, "methods": methods, "error": str(exc)}
-    return {**fitted, "methods": methods}
+        return {"run": run.pk, "method": method, "method_choices": choices, "error": str(exc)}
+    return {**fitted, "run": run.pk, "method_choices": choices}
 
 
 # "r2": payloads name the fitted model, its method and optimizer (issue 18).

@@ -33,6 +33,7 @@ from judging.models import JudgeRun
 from judging.sources import LabelSource, label_source_get, run_labels
 from reports import jobs
 from reports.judge_assisted import selectors
+from reports.methods.facts import ensemble_facts, instrument_facts
 from stats.data import StatsInputError
 from stats.ppi import ESTIMATORS, PPIEstimate, ppi_amhart_score, ppi_item_rate, ppi_vera_mh_score
 
@@ -275,9 +276,11 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         "run": run.pk,
         "source": {"key": source.key, "name": source.name},
         "kind": "vera-mh" if flow else "checklist",
+        "instrument": instrument_facts(study.instrument),
+        "ensemble": ensemble_facts(run),
         "confidence": CONFIDENCE,
         "judge_term": "PPI and PPI++: the unrated conversations (Angelopoulos et al. 2023); two-phase: every judged one",
-        "methods": METHOD_LABELS,
+        "method_labels": METHOD_LABELS,  # "methods" is the methods paragraph (reports.methods)
         "methods_used": _methods_used(),
         "interval": "normal (Wald); delta method for a function of means (item yes-rates, VERA-MH scores)",
         "notes": [],

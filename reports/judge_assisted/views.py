@@ -55,16 +55,16 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
                 # An interval that cannot be estimated is said in words, never drawn as a point.
                 why = (est or {}).get("cannot_estimate") or row.get("error")
                 if why:
-                    not_drawn.append((row["chatbot"], why, data["methods"][method]))
+                    not_drawn.append((row["chatbot"], why, data["method_labels"][method]))
                 continue
             lowest, highest = BOUNDS[row["scale"]]  # the plot, like the table, stops at the score's bounds
             xs.append(est["estimate"])
             ys.append(i + (n - 1.5) * 0.18)
             minus.append(est["estimate"] - max(lowest, est["low"]))
             plus.append(min(highest, est["high"]) - est["estimate"])
-            text.append(f"{data['methods'][method]}: {est['estimate']:.3f} [{est['low']:.3f}, {est['high']:.3f}]")
+            text.append(f"{data['method_labels'][method]}: {est['estimate']:.3f} [{est['low']:.3f}, {est['high']:.3f}]")
         traces.append({
-            "type": "scatter", "mode": "markers", "name": data["methods"][method], "x": xs, "y": ys,
+            "type": "scatter", "mode": "markers", "name": data["method_labels"][method], "x": xs, "y": ys,
             "marker": {"color": PLOT_COLOURS[method], "size": 9, "symbol": ["circle", "square", "diamond", "triangle-up"][n]},
             "error_x": {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": PLOT_COLOURS[method], "thickness": 2},
             "text": text, "hoverinfo": "text",
@@ -99,7 +99,7 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
         score = scores[0]["key"]
     rows = [
         {**r, "lam_label": f"(λ {r['lam_tuned']:.2f})" if r.get("lam_tuned") is not None else "",
-         "cannot_lines": cannot_lines(r, (data or {}).get("methods", {}))}
+         "cannot_lines": cannot_lines(r, (data or {}).get("method_labels", {}))}
         for r in (data or {}).get("rows", []) if r["score"] == score
     ]
     plot = plot_data(data, score) if data and rows else None

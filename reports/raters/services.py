@@ -54,6 +54,7 @@ Rows = tuple[list[int], list[int]]  # 0/1 agreement per label, and each label's 
 ORDERS = ("queue", "submitted")
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260122
+CONFIDENCE = 0.95
 CONSENSUS = {
     "method": "leave-one-out",
     "min_raters": MIN_OTHER_RATERS + 1,
@@ -179,7 +180,8 @@ def _split(queue: list[selectors.QueueEntry], order: str) -> list[list[selectors
 
 
 def _difference(first: Rows, last: Rows, seed: int) -> dict[str, Any]:
-    result = cluster_share_difference(first[0], first[1], last[0], last[1], n_resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    result = cluster_share_difference(first[0], first[1], last[0], last[1], n_resamples=BOOTSTRAP_RESAMPLES, seed=seed,
+                                      confidence=CONFIDENCE)
     return result.as_dict()
 
 
@@ -220,7 +222,7 @@ def _compute(study: Study, order: str) -> dict[str, Any]:
         "consensus": CONSENSUS,
         "sitting_limit": study.sitting_limit,
         "sitting_gap_minutes": study.sitting_gap_minutes,
-        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED,
+        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE,
                       "method": "percentile bootstrap, ratings resampled within each third"},
         "raters": [],
     }

@@ -30,6 +30,9 @@ def test_a_cold_reliability_report_is_computed_by_the_worker_and_then_served(cel
     assert states[-1]["status"] == "ready", states[-1]
     done = client.get(url)
     assert done.status_code == 200 and 'id="reliability-table"' in done.content.decode()
+    # The worker wrote the methods paragraph from the payload it computed (reports.methods via reports.jobs).
+    methods = done.context["data"]["methods"]
+    assert methods["text"].startswith("Inter-rater reliability was computed from") and 'class="methods-block"' in done.content.decode()
     again = client.get(url)
     assert again.context["data"]["_cache"]["hit"] is True
 

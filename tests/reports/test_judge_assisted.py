@@ -334,7 +334,7 @@ def test_intervals_are_shown_within_the_scores_bounds_but_kept_raw_in_the_data()
     assert interval({"low": 92.0, "high": 104.5}, "points") == "[92.0, 100.0]"
     assert interval(None, "share") == "—" and score(None) == "—"
     est = {"estimate": 0.15, "low": -0.08, "high": 0.38}
-    data = {"methods": {"judge_only": "J", "human_only": "H", "ppi": "P", "ppi_tuned": "T"},
+    data = {"method_labels": {"judge_only": "J", "human_only": "H", "ppi": "P", "ppi_tuned": "T"},
             "rows": [{"score": "s", "chatbot": "bot", "scale": "share", "ppi": est, "human_only": est,
                       "judge_only": None, "ppi_tuned": None}]}
     traces = plot_data(data, "s")["traces"]
