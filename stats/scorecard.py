@@ -180,6 +180,7 @@ def amhart_scorecard(
     per_domain = _weight_column(_conversation_scores(frame, [*design, "domain"]), weights)
     w = weights is not None
     return _clean({
+        "intervals": {"confidence": CONFIDENCE, "method": "weighted_t" if w else "student_t"},
         "per_conversation": per_conversation.to_dict("records"),
         "by_chatbot": _aggregate(per_conversation, ["chatbot"], w),
         "by_chatbot_persona": _aggregate(per_conversation, ["chatbot", "persona"], w),
@@ -205,7 +206,11 @@ def vera_mh_scorecard(
     if frame.empty:
         return {"empty": True}
     frame = _weight_column(frame, weights)
-    out: dict[str, Any] = {"by_chatbot": [], "by_chatbot_dimension": [], "distribution_by_risk": []}
+    out: dict[str, Any] = {
+        "intervals": {"confidence": CONFIDENCE, "method": "cluster_bootstrap", "resamples": VERA_RESAMPLES,
+                      "seed": VERA_SEED, "weighted": weights is not None},
+        "by_chatbot": [], "by_chatbot_dimension": [], "distribution_by_risk": [],
+    }
     for chatbot, group in frame.groupby("chatbot", sort=True):
         out["by_chatbot"].append({"chatbot": chatbot, **_vera_cell(group, weights is not None)})
         for dimension, sub in group.groupby("dimension", sort=False):

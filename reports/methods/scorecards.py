@@ -85,8 +85,33 @@ def _body(payload: dict[str, Any], source: str) -> tuple[list[str], tuple[str, .
     if payload.get("n_off_scale"):
         sentences.append(f"{count(payload['n_off_scale'], 'label')} outside {'its' if payload['n_off_scale'] == 1 else 'their'} item's answers "
                          "counted as missing.")
-    sentences.append("The scorecard gives no confidence intervals; the judge-assisted report gives intervals for the same scores.")
-    return sentences, refs
+    interval, interval_refs = _intervals(payload.get("intervals") or {})
+    sentences.append(interval)
+    return sentences, (*refs, *interval_refs)
+
+
+def _intervals(intervals: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """Return the sentence on the scorecard's intervals (from the payload's ``intervals``) and what it cites."""
+    method = intervals.get("method")
+    level = f"{round(100 * float(intervals.get('confidence') or 0.95))}%"
+    undefined = ("A cell with fewer than two scored conversations, or whose conversations all scored the same, has no "
+                 "interval, and says so.")
+    if method == "student_t":
+        return (f"Each cell's mean has a {level} Student t interval over its conversation scores (mean ± t·s/√n, "
+                f"n − 1 degrees of freedom). {undefined}", ())
+    if method == "weighted_t":
+        return (f"Each cell's weighted mean has a {level} interval from the linearised (Taylor) variance of the Hájek "
+                f"estimator with t(n − 1) quantiles ({cite('sarndal1992')}, sec. 5.7); the unweighted figures keep "
+                f"their Student t intervals. {undefined}", ("sarndal1992",))
+    if method == "cluster_bootstrap":
+        weighted = " each conversation's labels counted with its weight 1/π," if intervals.get("weighted") else ""
+        return (f"Each score has a {level} percentile cluster-bootstrap interval: conversations resampled with "
+                f"replacement, each bringing all its labels,{weighted} and the score recomputed from the pooled counts "
+                f"({number(intervals.get('resamples'))} resamples, seed {intervals.get('seed')}; "
+                f"{cite('efron1993', 'field2007')}). Fewer than two conversations with a relevant label give no "
+                "interval.", ("efron1993", "field2007"))
+    return ("The scorecard gives no confidence intervals; the judge-assisted report gives intervals for the same "
+            "scores.", ())
 
 
 @writes("scorecard")

@@ -497,3 +497,17 @@ def test_a_run_not_computed_since_the_data_changed_is_listed_as_not_included(aud
     assert f"judge run #{other.pk}, N/A as a category): not computed since the data last changed" in document
     services.study_judges_vs_humans(study=study, run_id=other.pk)  # a reader opens its page
     assert f"## LLM judges against human raters (judge run #{other.pk}, N/A as a category)" in services.study_methods(study=study)
+
+
+def test_the_scorecard_paragraph_names_the_intervals_its_payload_computed():
+    from reports.methods.scorecards import _intervals
+
+    student, _ = _intervals({"method": "student_t", "confidence": 0.95})
+    weighted, refs = _intervals({"method": "weighted_t", "confidence": 0.95})
+    boot, boot_refs = _intervals({"method": "cluster_bootstrap", "confidence": 0.9, "resamples": 2000, "seed": 7,
+                                  "weighted": True})
+    assert "95% Student t interval" in student
+    assert "Hájek" in weighted and refs == ("sarndal1992",)
+    assert "90% percentile cluster-bootstrap" in boot and "2,000 resamples, seed 7" in boot and "1/π" in boot
+    assert "field2007" in boot_refs
+    assert "no confidence intervals" in _intervals({})[0]
