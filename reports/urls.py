@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("reports.judge_assisted.urls")),
     path("", include("reports.drift.urls")),
     path("", include("reports.raters.urls")),
+    path("", include("reports.leaderboard.urls")),
 ]

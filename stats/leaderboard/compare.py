@@ -177,6 +177,10 @@ def compare_chatbots(
                        method, lams[name])
         for name, idx in sorted(by_chatbot.items())
     }
+    if method in ("ppi", "ppi_tuned"):
+        for bot in bots.values():
+            if bot.rows.ppi_problem:
+                raise StatsInputError(f"{bot.name}: {bot.rows.ppi_problem}")
     scores = tuple(_score(bot, score_intervals, n_resamples, seed, confidence) for bot in bots.values())
     pairs = [_pair(bots[x], bots[y], order, n_resamples, seed, confidence, min_clusters, method, singular, plural)
              for x, y in combinations(sorted(bots), 2)]

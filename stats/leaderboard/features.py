@@ -73,6 +73,7 @@ class ChatbotRows:
     member: dict[str, np.ndarray]  # "A", "H", "J", "R" -> bool per conversation
     k: int
     weighted: bool
+    ppi_problem: str | None = None  # why PPI cannot be computed for this chatbot (None: it can)
 
 
 class Layout:
@@ -91,6 +92,7 @@ def chatbot_rows(units: Sequence[Unit], score: ScoreKind, *, clusters: Sequence[
 
     Raises StatsInputError for a label that is not the instrument's or an inclusion
     probability out of range, and when a plan weights some rated conversations but not all.
+    Weighted unrated conversations without a probability leave PPI undefined (``ppi_problem``).
     """
     k = width(score)
     lay = Layout(k)
@@ -115,15 +117,18 @@ def chatbot_rows(units: Sequence[Unit], score: ScoreKind, *, clusters: Sequence[
     member_j = ~rated & judged & f_ok
     w = np.where(rated & weighted, 1 / np.where(np.isnan(pi), 1.0, pi), 1.0)
     v = np.ones(n)
+    ppi_problem = None
     if weighted and member_j.any():
         if np.isnan(pi[member_j]).any():
-            raise StatsInputError(
+            ppi_problem = (
                 "PPI under a sampling plan needs the inclusion probability of every unrated conversation "
                 "(each counts 1/(1 - π))"
             )
-        v[member_j] = 1 / (1 - pi[member_j])
-        certain = member_r & (pi >= 1)  # a stratum rated in full: in the judge term too, weight 1
-        member_j = member_j | certain
+            member_j = np.zeros(n, dtype=bool)
+        else:
+            v[member_j] = 1 / (1 - pi[member_j])
+            certain = member_r & (pi >= 1)  # a stratum rated in full: in the judge term too, weight 1
+            member_j = member_j | certain
     f0 = np.where(f_ok[:, None], f, 0.0)
     y0 = np.where(y_ok[:, None], y, 0.0)
     out = np.zeros((n, lay.columns))
@@ -136,7 +141,9 @@ def chatbot_rows(units: Sequence[Unit], score: ScoreKind, *, clusters: Sequence[
     out[:, lay.r_y] = y0 * (w * member_r)[:, None]
     out[:, lay.r_f] = f0 * (w * member_r)[:, None]
     out[:, lay.r_w] = w * member_r
-    return ChatbotRows(out, list(clusters), {"A": member_a, "H": member_h, "J": member_j, "R": member_r}, k, weighted)
+    return ChatbotRows(
+        out, list(clusters), {"A": member_a, "H": member_h, "J": member_j, "R": member_r}, k, weighted, ppi_problem
+    )
 
 
 def score_from_means(mu: np.ndarray, score: ScoreKind) -> np.ndarray:

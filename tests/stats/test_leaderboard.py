@@ -162,3 +162,11 @@ def test_bad_arguments_are_refused() -> None:
     partly = [Unit("A", 1, judge=["yes"], human=["yes"], inclusion_prob=0.5), Unit("A", 2, judge=["no"], human=["no"])]
     with pytest.raises(StatsInputError, match="inclusion probability"):
         compare_chatbots(partly, score="amhart", method="human_only")
+
+
+def test_ppi_under_a_plan_needs_the_unrated_conversations_probabilities_but_humans_only_does_not() -> None:
+    units = [Unit("A", i, judge=["yes", "no"], human=["yes", "no"] if i < 12 else None, inclusion_prob=0.5 if i < 12 else None)
+             for i in range(20)]
+    assert compare_chatbots(units, score="amhart", method="human_only").scores[0].n_rated == 12
+    with pytest.raises(StatsInputError, match="unrated conversation"):
+        compare_chatbots(units, score="amhart", method="ppi")
