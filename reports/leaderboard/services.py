@@ -21,52 +21,20 @@ for each persona risk level (None, Low, High, Immediate), as VERA-MH reports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.models import Study
-from corpus.instruments.labels import ItemLabels, UnknownAnswer, instrument_labels
-from corpus.models import Instrument, InstrumentKind
+from corpus.models import InstrumentKind
 from judging.models import JudgeRun
 from judging.sources import LabelSource, label_source_get, run_labels
 from reports import jobs
 from reports.judge_assisted import selectors as assisted_reads
-from reports.judge_assisted.services import METHOD_LABELS as ASSISTED_LABELS
-from reports.judge_assisted.services import Weights, estimation_weights, methods_used, score_row
+from reports.judge_assisted.services import estimation_weights
 from reports.leaderboard import selectors
-from reports.scorecards import scorecard
-from stats.data import StatsInputError
-from stats.leaderboard import (
-    DEFAULT_ALPHA,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    MAX_UNDEFINED_SHARE,
-    MIN_CLUSTERS,
-    PROCEDURES,
-    Unit,
-    compare_chatbots,
-)
-from stats.ppi import ppi_amhart_score, ppi_vera_mh_score
+from reports.leaderboard.tables import Context, Record, finish, payload_base, respell, score_specs
 
 KIND_STUDY = "leaderboard"
 KIND_RUN = "leaderboard_run"
-CONFIDENCE = 0.95
-METHOD_ORDER = ("judge_only", "human_only", "ppi", "ppi_tuned")
-METHOD_LABELS = {key: ASSISTED_LABELS[key] for key in METHOD_ORDER}
-SCORES = {
-    True: ("vera_mh_score", "VERA-MH overall score", "points"),
-    False: ("amhart_score", "AMHART score (yes / (yes + no), mean over conversations)", "share"),
-}
-CLUSTERS = {
-    True: ("persona", "personas"),
-    False: ("persona × repetition cell", "persona × repetition cells"),
-}
-CLUSTER_DEFINITIONS = {
-    True: "a persona card: every conversation of any chatbot with that persona (all repetitions) is drawn together",
-    False: "a persona card and repetition index: the conversations of every chatbot with that persona in that "
-           "repetition are drawn together",
-}
 
 
 def study_leaderboard(*, study: Study, run: JudgeRun | None, source_key: str | None = None, wait: bool = False) -> dict[str, Any]:
@@ -86,68 +54,6 @@ def run_leaderboard(*, run: JudgeRun, source_key: str | None = None, wait: bool 
     Raises ``judging.errors.JudgingError`` for an unknown label source.
     """
     return jobs.report_get(KIND_RUN, {"run": run.pk, "source": label_source_get(run, source_key).key}, wait=wait)
-
-
-# -- what one conversation brings ------------------------------------------------------------------
-
-
-@dataclass
-class Record:
-    """One conversation: its design, its judges' and clinicians' labels (score items only), its π."""
-
-    id: int
-    design: selectors.Design
-    judge: dict[str, str | None] | None = None
-    human: dict[str, str | None] | None = None
-    pi: float | None = None
-
-    def cluster(self, flow: bool) -> tuple[Any, ...] | None:
-        d = self.design
-        if d.persona_id is None:
-            return None
-        if flow:
-            return ("persona", d.persona_id)
-        return None if d.repetition is None else ("cell", d.persona_id, d.repetition)
-
-
-@dataclass
-class Context:
-    """What every table of one leaderboard shares."""
-
-    instrument: Instrument
-    flow: bool
-    methods: list[str]
-    weights: Weights | None = None
-    notes: list[str] = field(default_factory=list)
-    off_scale: int = 0
-
-    @property
-    def score(self) -> tuple[str, str, str]:
-        return SCORES[self.flow]
-
-
-def _specs(instrument: Instrument) -> dict[str, ItemLabels]:
-    """Return the labels of what the headline score counts: a flow's dimensions, a checklist's yes/no items."""
-    specs = instrument_labels(instrument)
-    keys = selectors.score_item_keys(instrument)
-    return specs if keys is None else {k: specs[k] for k in keys if k in specs}
-
-
-def _respell(labels: dict[str, str | None], specs: dict[str, ItemLabels], ctx: Context) -> dict[str, str | None]:
-    """Return the score's labels in their item's spelling; a label off the item's scale becomes missing."""
-    out: dict[str, str | None] = {}
-    for key, spec in specs.items():
-        if key not in labels:
-            continue
-        try:
-            out[key] = spec.normalise(labels[key])
-        except UnknownAnswer:
-            out[key] = None
-            ctx.off_scale += 1
-    return out
-
-
-# -- computing ---------------------------------------------------------------------------------------
 
 
 def _study_params(params: dict[str, Any]) -> tuple[Study, JudgeRun | None, LabelSource | None]:
@@ -177,16 +83,16 @@ def _compute_study(params: dict[str, Any], progress: jobs.Progress) -> dict[str,
     progress(0.05, "reading the human consensus and the judges' labels")
     flow = study.instrument.kind == InstrumentKind.FLOW
     ctx = Context(study.instrument, flow, ["human_only"])
-    specs = _specs(study.instrument)
-    human = {cid: _respell(labels, specs, ctx) for cid, labels in assisted_reads.study_human_labels(study).items()}
-    payload = _base("study", ctx, study=study.pk, run=run.pk if run else None, source=source)
+    specs = score_specs(study.instrument)
+    human = {cid: respell(labels, specs, ctx) for cid, labels in assisted_reads.study_human_labels(study).items()}
+    payload = payload_base("study", ctx, study=study.pk, run=run.pk if run else None, source=source)
     if run is None:
         ctx.notes.append("No judge run has labelled this study's conversations: the leaderboard is the clinicians' "
                          "consensus alone (humans only).")
         designs = selectors.conversation_designs(human)
         records = [Record(cid, designs[cid], human=labels) for cid, labels in human.items() if cid in designs]
         payload.update(n_rated=len(records), n_judged=0, weighted=False, weights="equal (unweighted)")
-        return _finish(payload, records, ctx, progress)
+        return finish(payload, records, ctx, progress)
     labels = run_labels(run, source)  # type: ignore[arg-type]
     judged = labels.conversations
     rated = sorted(cid for cid in human if cid in judged)
@@ -216,11 +122,11 @@ def _compute_study(params: dict[str, Any], progress: jobs.Progress) -> dict[str,
             pi = ctx.weights.rated[cid]
         elif ctx.weights.unrated is not None and cid not in rated_set:
             pi = ctx.weights.unrated.get(cid)
-        records.append(Record(cid, designs[cid], judge=_respell(labels.of(cid), specs, ctx),
+        records.append(Record(cid, designs[cid], judge=respell(labels.of(cid), specs, ctx),
                               human=human[cid] if cid in rated_set else None, pi=pi))
     payload.update(n_rated=len(rated), n_judged=len(judged), weighted=ctx.weights.weighted,
                    weights="inverse inclusion probabilities (Hájek)" if ctx.weights.weighted else "equal (unweighted)")
-    return _finish(payload, records, ctx, progress)
+    return finish(payload, records, ctx, progress)
 
 
 def _compute_run(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
@@ -228,276 +134,13 @@ def _compute_run(params: dict[str, Any], progress: jobs.Progress) -> dict[str, A
     progress(0.05, "reading the judges' labels")
     flow = run.instrument.kind == InstrumentKind.FLOW
     ctx = Context(run.instrument, flow, ["judge_only"])
-    specs = _specs(run.instrument)
+    specs = score_specs(run.instrument)
     labels = run_labels(run, source)
     designs = selectors.conversation_designs(labels.conversations)
-    records = [Record(cid, designs[cid], judge=_respell(labels.of(cid), specs, ctx)) for cid in labels.conversations]
-    payload = _base("run", ctx, study=None, run=run.pk, source=source)
+    records = [Record(cid, designs[cid], judge=respell(labels.of(cid), specs, ctx)) for cid in labels.conversations]
+    payload = payload_base("run", ctx, study=None, run=run.pk, source=source)
     payload.update(n_judged=len(records), n_rated=0, weighted=False, weights="equal (unweighted)")
-    return _finish(payload, records, ctx, progress)
-
-
-def _base(context: str, ctx: Context, *, study: int | None, run: int | None, source: LabelSource | None) -> dict[str, Any]:
-    key, label, scale = ctx.score
-    singular, plural = CLUSTERS[ctx.flow]
-    return {
-        "context": context,
-        "study": study,
-        "run": run,
-        "source": {"key": source.key, "name": source.name} if source else None,
-        "kind": "vera-mh" if ctx.flow else "checklist",
-        "score": {"key": key, "label": label, "scale": scale},
-        "confidence": CONFIDENCE,
-        "parameters": {
-            "confidence": CONFIDENCE,
-            "alpha": DEFAULT_ALPHA,
-            "n_resamples": DEFAULT_RESAMPLES,
-            "seed": DEFAULT_SEED,
-            "min_clusters": MIN_CLUSTERS,
-            "max_undefined_share": MAX_UNDEFINED_SHARE,
-            "smallest_p_value": 2 / (DEFAULT_RESAMPLES + 1),
-            "clusters": {"singular": singular, "plural": plural, "definition": CLUSTER_DEFINITIONS[ctx.flow]},
-            "pairwise": {
-                "paired": PROCEDURES["paired_cluster_bootstrap"],
-                "unpaired": PROCEDURES["unpaired_cluster_bootstrap"],
-                "p_value": PROCEDURES["bootstrap_p"],
-                "adjustment": {
-                    **PROCEDURES["holm"], "alpha": DEFAULT_ALPHA,
-                    "family": "the pairs of one method and one set of conversations (all, or one persona risk level) "
-                              "that meet the minimums",
-                },
-                "ppi": PROCEDURES["ppi_bootstrap"],
-                "ppi_tuned": "each chatbot's lambda fixed at its full-sample PPI++ value in every resample",
-                "seeding": "every pair's resamples come from a generator seeded with the seed alone",
-            },
-            "minimums": (f"a decision needs each chatbot's conversations with a score (humans only and PPI: rated "
-                         f"ones) in at least {MIN_CLUSTERS} {plural}, and at most {MAX_UNDEFINED_SHARE:.0%} of the "
-                         "resamples undefined; below that, 'cannot decide yet'"),
-        },
-    }
-
-
-def _method_info(ctx: Context) -> dict[str, dict[str, Any]]:
-    """Return what each method and its interval is, with references (for the page and a methods paragraph)."""
-    assisted = methods_used()
-    plural = CLUSTERS[ctx.flow][1]
-    out: dict[str, dict[str, Any]] = {}
-    for method in ctx.methods:
-        if method == "judge_only":
-            out[method] = {
-                "label": METHOD_LABELS[method],
-                "name": "Judges only (uncorrected): the scorecard's score of the judges' labels over every judged "
-                        "conversation",
-                "reference": "the run scorecard (stats.scorecard): the AMHART score as the AMHART paper computes it, "
-                             "the VERA-MH score as VERA-MH v1.1 does",
-                "interval": {**PROCEDURES["cluster_bootstrap"], "clusters": plural, "kind": "percentile"},
-            }
-            continue
-        info = assisted[method]
-        out[method] = {
-            "label": info["label"], "name": info["name"], "reference": info["reference"], "ddof": info["ddof"],
-            "lambda": info["lambda"],
-            "interval": {"name": "Normal (Wald) interval, delta method for the VERA-MH score, as the judge-assisted page",
-                         "reference": "ppi_py's ppi_mean_ci / classical_mean_ci (Angelopoulos et al. 2023)",
-                         "kind": "normal"},
-        }
-    for method, info in out.items():
-        info["comparison"] = {
-            "name": PROCEDURES["paired_cluster_bootstrap"]["name"],
-            "unpaired_fallback": PROCEDURES["unpaired_cluster_bootstrap"]["name"],
-            "clusters": plural,
-            **({"re_estimation": PROCEDURES["ppi_bootstrap"]["name"]} if method in ("ppi", "ppi_tuned") else {}),
-        }
-    return out
-
-
-def _finish(payload: dict[str, Any], records: list[Record], ctx: Context, progress: jobs.Progress) -> dict[str, Any]:
-    """Add the strata, every method's table in each, the notes and the method descriptions."""
-    strata = _strata(records, ctx)
-    payload["strata"] = [{"key": key, "label": label, "n_conversations": len(rs),
-                          "n_personas": len({r.design.persona_id for r in rs if r.design.persona_id is not None})}
-                         for key, label, rs in strata]
-    payload["chatbots"] = sorted({r.design.chatbot for r in records})
-    payload["methods"] = ctx.methods
-    payload["method_labels"] = {m: METHOD_LABELS[m] for m in ctx.methods}
-    payload["headline"] = "ppi" if "ppi" in ctx.methods else ("human_only" if "human_only" in ctx.methods else "judge_only")
-    payload["method_info"] = _method_info(ctx)
-    tables = []
-    for n, (key, _, rs) in enumerate(strata):
-        progress(0.1 + 0.85 * n / max(1, len(strata)), f"comparing the chatbots ({key})")
-        tables += _tables(key, rs, ctx)
-    payload["tables"] = tables
-    no_cluster = sum(1 for r in records if r.cluster(ctx.flow) is None)
-    if no_cluster:
-        what = "persona" if ctx.flow else "persona or repetition index"
-        ctx.notes.append(f"{no_cluster} conversation(s) have no {what}: each is a cluster of its own, paired with "
-                         "nothing.")
-    no_risk = sum(1 for r in records if not r.design.risk)
-    if len(strata) > 1 and no_risk:
-        ctx.notes.append(f"{no_risk} conversation(s) have no persona risk level: they count under All conversations only.")
-    if ctx.off_scale:
-        ctx.notes.append(f"{ctx.off_scale} label(s) are not on their item's scale and count as missing.")
-    payload["notes"] = ctx.notes
-    if not records:
-        payload["empty"] = "There is no conversation to score yet."
-    return payload
-
-
-def _strata(records: list[Record], ctx: Context) -> list[tuple[str, str, list[Record]]]:
-    out = [("all", "All conversations", records)]
-    levels = sorted({r.design.risk for r in records if r.design.risk}, key=selectors.risk_sort_key)
-    for level in levels:
-        out.append((f"risk:{level}", f"Persona risk level: {level}", [r for r in records if r.design.risk == level]))
-    return out
-
-
-def _entry(labels: dict[str, str | None] | None) -> list[str | None] | None:
-    return None if labels is None else list(labels.values())
-
-
-def _tables(stratum: str, records: list[Record], ctx: Context) -> list[dict[str, Any]]:
-    """Return one table per method for the conversations of one stratum."""
-    score_kind = "vera_mh" if ctx.flow else "amhart"
-    units = [Unit(r.design.chatbot, r.cluster(ctx.flow), judge=_entry(r.judge), human=_entry(r.human), inclusion_prob=r.pi)
-             for r in records]
-    rows = _assisted_rows(records, ctx) if ctx.weights is not None and "human_only" in ctx.methods else {}
-    out = []
-    for method in ctx.methods:
-        table: dict[str, Any] = {"stratum": stratum, "method": method, "scores": [], "pairs": [], "family_size": 0,
-                                 "error": None}
-        lam = None
-        if method == "ppi_tuned":
-            lam = {bot: row["lam_tuned"] for bot, row in rows.items() if row.get("lam_tuned") is not None}
-        try:
-            comparison = compare_chatbots(
-                units, score=score_kind, method=method, lam=lam, confidence=CONFIDENCE, cluster_name=CLUSTERS[ctx.flow],  # type: ignore[arg-type]
-                score_intervals=method == "judge_only",
-            )
-        except StatsInputError as exc:
-            table["error"] = str(exc)
-            out.append(table)
-            continue
-        own = {s.chatbot: s for s in comparison.scores}
-        if method == "judge_only":
-            figures = _scorecard_figures(records, ctx)
-            scores = [_judges_only_score(s, figures.get(s.chatbot)) for s in comparison.scores]
-        elif method == "human_only" and ctx.weights is None:
-            scores = [_humans_alone_score(bot, [r for r in records if r.design.chatbot == bot], ctx, own[bot]) for bot in own]
-        else:
-            scores = [_assisted_score(rows[bot], method, own[bot]) for bot in own if bot in rows]
-        table["scores"] = sorted(scores, key=lambda s: (s["estimate"] is None, -(s["estimate"] or 0.0), s["chatbot"]))
-        table["pairs"] = [p.as_dict() for p in comparison.pairs]
-        table["family_size"] = comparison.family_size
-        out.append(table)
-    return out
-
-
-def _assisted_rows(records: list[Record], ctx: Context) -> dict[str, dict[str, Any]]:
-    """Return the judge-assisted page's row of the headline score per chatbot for these conversations."""
-    human = {r.id: r.human for r in records if r.human is not None}
-    judge = {r.id: r.judge or {} for r in records}
-    by_bot: dict[str, tuple[list[int], list[int]]] = {}
-    for r in records:
-        rated, unrated = by_bot.setdefault(r.design.chatbot, ([], []))
-        (rated if r.human is not None else unrated).append(r.id)
-    judge_of: Callable[[int], dict[str, str | None]] = lambda cid: judge.get(cid, {})  # noqa: E731
-    return {
-        bot: score_row(bot, ctx.score, ctx.flow, human, judge_of, rated, unrated, ctx.weights)  # type: ignore[arg-type]
-        for bot, (rated, unrated) in sorted(by_bot.items())
-    }
-
-
-def _estimate(est: dict[str, Any] | None) -> dict[str, Any]:
-    est = est or {}
-    return {"estimate": est.get("estimate"), "low": est.get("low"), "high": est.get("high"),
-            "std_error": est.get("std_error"), "cannot_estimate": est.get("cannot_estimate"), "note": est.get("note")}
-
-
-def _assisted_score(row: dict[str, Any], method: str, own: Any) -> dict[str, Any]:
-    out = {"chatbot": row["chatbot"], **_estimate(row.get(method)), "interval": "normal",
-           "n_conversations": own.n_conversations, "n_rated": row["n_labeled"], "n_clusters": own.n_clusters,
-           "lam": row.get("lam_tuned") if method == "ppi_tuned" else None}
-    if row.get("error"):
-        out["cannot_estimate"] = f"cannot be estimated: {row['error']}"
-    return out
-
-
-def _humans_alone_score(bot: str, records: list[Record], ctx: Context, own: Any) -> dict[str, Any]:
-    """Return humans only without a judge run: stats.ppi's λ = 0 estimate (judge columns unused)."""
-    entries = [_entry(r.human) for r in records if r.human is not None]
-    estimator = ppi_vera_mh_score if ctx.flow else ppi_amhart_score
-    try:
-        est = estimator(entries, entries, [], confidence=CONFIDENCE).human_only.as_dict()
-    except StatsInputError as exc:
-        est = {"cannot_estimate": f"cannot be estimated: {exc}"}
-    return {"chatbot": bot, **_estimate(est), "interval": "normal", "n_conversations": own.n_conversations,
-            "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
-
-
-def _judges_only_score(own: Any, figure: float | None) -> dict[str, Any]:
-    return {"chatbot": own.chatbot, "estimate": figure, "low": own.low, "high": own.high, "std_error": None,
-            "cannot_estimate": own.cannot_estimate, "note": own.note, "interval": "percentile cluster bootstrap",
-            "n_conversations": own.n_conversations, "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
-
-
-def _scorecard_figures(records: list[Record], ctx: Context) -> dict[str, float | None]:
-    """Return each chatbot's judges-only score as the scorecard computes it (the run scorecard's figures)."""
-    rows = []
-    for r in records:
-        for key, label in (r.judge or {}).items():
-            base = {"conversation": r.id, "chatbot": r.design.chatbot, "item": key, "dimension": key, "label": label}
-            if ctx.flow:
-                rows.append({**base, "risk": r.design.risk or "—"})
-            else:
-                rows.append({**base, "persona": r.design.persona, "diagnosis": "—", "severity": "—", "domain": "—"})
-    if not rows:
-        return {}
-    card = scorecard(rows, ctx.instrument, lambda fraction, stage: None)
-    field_name = "score" if ctx.flow else "mean_score"
-    return {row["chatbot"]: row.get(field_name) for row in card.get("by_chatbot", [])}
-
-
-# -- CSV -----------------------------------------------------------------------------------------------
-
-SCORES_HEADER = [
-    "stratum", "method", "method_label", "chatbot", "estimate", "ci_low", "ci_high", "confidence", "interval",
-    "std_error", "lambda", "n_conversations", "n_rated", "n_clusters", "cannot_estimate", "note",
-]
-PAIRS_HEADER = [
-    "stratum", "method", "method_label", "chatbot_a", "chatbot_b", "estimate_a", "estimate_b", "difference_a_minus_b",
-    "ci_low", "ci_high", "confidence", "design", "design_note", "procedure", "n_clusters", "n_shared", "n_resamples",
-    "n_undefined", "seed", "p_value", "p_holm", "alpha", "family_size", "decision", "verdict", "cannot_estimate",
-]
-
-
-def scores_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
-    """Return one CSV row per stratum, method and chatbot (long form, ready for R or Stata)."""
-    out = []
-    for table in payload.get("tables", []):
-        label = METHOD_LABELS.get(table["method"], table["method"])
-        if table.get("error"):
-            out.append([table["stratum"], table["method"], label, None, None, None, None, CONFIDENCE, None, None, None,
-                        None, None, None, table["error"], None])
-        for s in table["scores"]:
-            out.append([table["stratum"], table["method"], label, s["chatbot"], s["estimate"], s["low"], s["high"],
-                        CONFIDENCE, s["interval"], s["std_error"], s["lam"], s["n_conversations"], s["n_rated"],
-                        s["n_clusters"], s["cannot_estimate"], s["note"]])
-    return out
-
-
-def pairs_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
-    """Return one CSV row per stratum, method and pair of chatbots."""
-    params = payload.get("parameters", {})
-    out = []
-    for table in payload.get("tables", []):
-        label = METHOD_LABELS.get(table["method"], table["method"])
-        for p in table["pairs"]:
-            out.append([table["stratum"], table["method"], label, p["a"], p["b"], p["estimate_a"], p["estimate_b"],
-                        p["difference"], p["low"], p["high"], p["confidence"], p["design"], p["design_note"],
-                        p["procedure"], p["n_clusters"], p["n_shared"], p["n_resamples"], p["n_undefined"],
-                        params.get("seed"), p["p_value"], p["p_adjusted"], params.get("alpha"), table["family_size"],
-                        p["decision"], p["verdict"], p["cannot_estimate"]])
-    return out
+    return finish(payload, records, ctx, progress)
 
 
 jobs.register(KIND_STUDY, version=_study_version, compute=_compute_study)

@@ -16,11 +16,13 @@ from judging.errors import JudgingError
 from judging.sources import run_label_sources
 from reports import selectors as report_reads
 from reports.judge_assisted import selectors as assisted_reads
-from reports.leaderboard import plots, services
+from reports.leaderboard import exports, plots, services
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
-TABLES = {"scores": (services.SCORES_HEADER, services.scores_csv_rows),
-          "pairs": (services.PAIRS_HEADER, services.pairs_csv_rows)}
+# Column headings, as the judge-assisted page has them (the legend and the notes give the full names).
+HEADINGS = {"judge_only": "Judges only", "human_only": "Humans only", "ppi": "Judge-assisted (PPI)", "ppi_tuned": "PPI++ (λ)"}
+TABLES = {"scores": (exports.SCORES_HEADER, exports.scores_csv_rows),
+          "pairs": (exports.PAIRS_HEADER, exports.pairs_csv_rows)}
 
 
 def _run_id(request: HttpRequest) -> int | None:
@@ -72,12 +74,14 @@ def board(data: dict[str, Any], stratum: str, compare: str) -> dict[str, Any]:
             "n_rated": rated["n_rated"] if rated else None,
             "n_clusters": first.get("n_clusters"),
         })
-    pairs_table = tables.get((stratum, compare)) or {"pairs": [], "family_size": 0, "error": None}
+    pairs_table = dict(tables.get((stratum, compare)) or {"pairs": [], "family_size": 0, "error": None})
+    pairs_table["pairs"] = [{**p, "short_verdict": short_verdict(p), "short_a": plots.short(p["a"]),
+                             "short_b": plots.short(p["b"])} for p in pairs_table["pairs"]]
     scale = data["score"]["scale"]
     scores_chart = plots.scores_plot(order, by_method, labels, scale)
     pairs_chart = plots.pairs_plot(pairs_table["pairs"], scale)
     return {
-        "methods": [(m, labels[m]) for m in methods],
+        "methods": [(m, HEADINGS[m]) for m in methods],
         "rows": rows,
         "errors": [(labels[m], tables[(stratum, m)]["error"]) for m in methods if tables[(stratum, m)]["error"]],
         "pairs": pairs_table,
@@ -88,6 +92,11 @@ def board(data: dict[str, Any], stratum: str, compare: str) -> dict[str, Any]:
         "scores_height": 120 + 70 * len(rows),
         "pairs_height": 110 + 34 * len(pairs_table["pairs"]),
     }
+
+
+def short_verdict(pair: dict[str, Any]) -> str:
+    """Return the decision with the chatbots' codes for their full names (codes are unique; the scores table has both)."""
+    return pair["verdict"].replace(pair["a"], plots.short(pair["a"])).replace(pair["b"], plots.short(pair["b"]))
 
 
 def by_risk(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -108,7 +117,11 @@ def _context(request: HttpRequest, data: dict[str, Any] | None) -> dict[str, Any
     strata = [s["key"] for s in data.get("strata", [])]
     stratum = _choice(request.GET.get("risk", ""), strata, "all")
     compare = _choice(request.GET.get("compare", ""), data.get("methods", []), data.get("headline", ""))
+    grouped: dict[str, list[str]] = {}
+    for info in data.get("method_info", {}).values():
+        grouped.setdefault(info["interval"]["summary"], []).append(info["label"])
     return {"stratum": stratum, "compare": compare, "board": board(data, stratum, compare), "by_risk": by_risk(data),
+            "interval_lines": [(", ".join(labels), summary) for summary, labels in grouped.items()],
             "stratum_label": next((s["label"] for s in data["strata"] if s["key"] == stratum), ""),
             "compare_label": data.get("method_labels", {}).get(compare, "")}
 

@@ -120,6 +120,45 @@ def _draw(sums: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.nd
     return np.vstack([w @ sums for w in resample_weights(sums.shape[0], n_resamples, rng)])
 
 
+class _Resampler:
+    """Every chatbot's resampled sums on a set of clusters, computed once per set.
+
+    A paired comparison (or a chatbot's own interval) draws its clusters from a generator
+    seeded with the seed alone, so its weights depend only on how many clusters there are: all
+    the pairs that share a set of clusters (usually all of them) share one draw and one product.
+    """
+
+    def __init__(self, bots: Mapping[str, _Chatbot], n_resamples: int, seed: int) -> None:
+        self.bots = bots
+        self.names = list(bots)
+        self.n_resamples = n_resamples
+        self.seed = seed
+        self._weights: dict[int, np.ndarray] = {}
+        self._sums: dict[tuple[Hashable, ...], np.ndarray] = {}
+        self._theta: dict[tuple[tuple[Hashable, ...], str], np.ndarray] = {}
+
+    def weights(self, n: int) -> np.ndarray:
+        if n not in self._weights:
+            self._weights[n] = np.vstack(list(resample_weights(n, self.n_resamples, make_rng(self.seed))))
+        return self._weights[n]
+
+    def sums(self, keys: Sequence[Hashable], bot: _Chatbot) -> np.ndarray:
+        """Return ``bot``'s resampled sums (B x cols) when the clusters ``keys`` are drawn."""
+        key = tuple(keys)
+        if key not in self._sums:
+            self._sums[key] = self.weights(len(key)) @ np.hstack([self.bots[n].on(key) for n in self.names])
+        cols = bot.sums.shape[1]
+        i = self.names.index(bot.name)
+        return self._sums[key][:, i * cols:(i + 1) * cols]
+
+    def theta(self, keys: Sequence[Hashable], bot: _Chatbot) -> np.ndarray:
+        """Return ``bot``'s score in each resample of the clusters ``keys``."""
+        key = (tuple(keys), bot.name)
+        if key not in self._theta:
+            self._theta[key] = bot.theta(self.sums(keys, bot))
+        return self._theta[key]
+
+
 def compare_chatbots(
     units: Sequence[Unit],
     *,
@@ -181,8 +220,9 @@ def compare_chatbots(
         for bot in bots.values():
             if bot.rows.ppi_problem:
                 raise StatsInputError(f"{bot.name}: {bot.rows.ppi_problem}")
-    scores = tuple(_score(bot, score_intervals, n_resamples, seed, confidence) for bot in bots.values())
-    pairs = [_pair(bots[x], bots[y], order, n_resamples, seed, confidence, min_clusters, method, singular, plural)
+    resampler = _Resampler(bots, n_resamples, seed)
+    scores = tuple(_score(bot, score_intervals, resampler, confidence) for bot in bots.values())
+    pairs = [_pair(bots[x], bots[y], order, resampler, confidence, min_clusters, method, singular, plural)
              for x, y in combinations(sorted(bots), 2)]
     adjusted = holm([p.p_value if p.decision != "cannot_decide" else None for p in pairs])
     decided = []
@@ -201,7 +241,7 @@ def compare_chatbots(
     )
 
 
-def _score(bot: _Chatbot, intervals: bool, n_resamples: int, seed: int, confidence: float) -> ChatbotScore:
+def _score(bot: _Chatbot, intervals: bool, resampler: _Resampler, confidence: float) -> ChatbotScore:
     estimate = _value(bot.estimate)
     base = {"chatbot": bot.name, "estimate": estimate, "confidence": confidence, "n_conversations": bot.n_conversations,
             "n_rated": bot.n_rated, "n_clusters": len(bot.clusters)}
@@ -213,9 +253,9 @@ def _score(bot: _Chatbot, intervals: bool, n_resamples: int, seed: int, confiden
         return ChatbotScore(**base, low=None, high=None,
                             cannot_estimate="cannot be estimated: its conversations are all in one cluster, so "
                                             "resampling clusters cannot vary them")
-    draws = bot.theta(_draw(bot.sums, n_resamples, make_rng(seed)))
+    draws = resampler.theta(bot.clusters, bot)
     ci = percentile_interval(draws, confidence)
-    common = {**base, "n_resamples": n_resamples, "n_undefined": ci.n_undefined, "note": ci.note}
+    common = {**base, "n_resamples": resampler.n_resamples, "n_undefined": ci.n_undefined, "note": ci.note}
     if _flat(draws):
         return ChatbotScore(**common, low=None, high=None,
                             cannot_estimate="cannot be estimated: every resample gave the same score (every "
@@ -224,7 +264,7 @@ def _score(bot: _Chatbot, intervals: bool, n_resamples: int, seed: int, confiden
 
 
 def _pair(
-    x: _Chatbot, y: _Chatbot, order: Mapping[Hashable, int], n_resamples: int, seed: int, confidence: float,
+    x: _Chatbot, y: _Chatbot, order: Mapping[Hashable, int], resampler: _Resampler, confidence: float,
     min_clusters: int, method: Method, singular: str, plural: str,
 ) -> PairComparison:
     # The higher estimate first, so a decision reads "a scores higher than b"; undefined ones last.
@@ -257,10 +297,11 @@ def _pair(
         why = undecided or "cannot decide yet: the difference cannot be estimated"
         return PairComparison(**base, low=None, high=None, p_value=None, decision="cannot_decide", verdict=why,
                               n_resamples=0, n_undefined=0, cannot_estimate="cannot be estimated: " + why.split(": ", 1)[-1])
-    rng = make_rng(seed)
-    if shared:
-        draws = _paired(a, b, union, n_resamples, rng)
-    else:
+    n_resamples = resampler.n_resamples
+    if shared:  # one draw of the clusters for both chatbots: paired
+        draws = resampler.theta(union, a) - resampler.theta(union, b)
+    else:  # each chatbot's clusters drawn on their own, a's first, from one generator
+        rng = make_rng(resampler.seed)
         draws = a.theta(_draw(a.sums, n_resamples, rng)) - b.theta(_draw(b.sums, n_resamples, rng))
     ci = percentile_interval(draws, confidence)
     p = bootstrap_p_value(draws)
@@ -276,14 +317,6 @@ def _pair(
         decision="cannot_decide" if undecided else "no_difference", verdict=undecided or "no difference shown",
         n_resamples=n_resamples, n_undefined=ci.n_undefined, cannot_estimate=cannot, note=ci.note,
     )
-
-
-def _paired(a: _Chatbot, b: _Chatbot, union: Sequence[Hashable], n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Return the resampled differences a - b, both chatbots' sums drawn with the same cluster weights."""
-    both = np.hstack([a.on(union), b.on(union)])
-    cols = a.sums.shape[1]
-    sums = _draw(both, n_resamples, rng)
-    return a.theta(sums[:, :cols]) - b.theta(sums[:, cols:])
 
 
 def _undecided(a: _Chatbot, b: _Chatbot, min_clusters: int, method: Method, plural: str) -> str | None:

@@ -67,6 +67,8 @@ NOT_PAGES = {
     "annotation:study-reminders-schedule": "POST action (a form on the progress page)",
     "annotation:rate-flag": "POST action (a form on the rating page)",
     "annotation:study-flag-resolve": "POST action (a form on the flags page)",
+    # The benchmark leaderboard (issue 23).
+    "reports:leaderboard-csv": "file download", "reports:run-leaderboard-csv": "file download",
 }
 
 
@@ -235,6 +237,8 @@ def site_visits() -> list[Visit]:
         ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
+        ("reports:leaderboard", "admin", reverse("reports:leaderboard", args=[study.pk])),
+        ("reports:run-leaderboard", "admin", reverse("reports:run-leaderboard", args=[run.pk])),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

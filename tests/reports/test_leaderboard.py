@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
-import random
-from pathlib import Path
 
 import pytest
 
-from annotation.consensus.services import study_compute_consensus
-from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
-from annotation.studies.services import study_create
-from corpus.instruments.services import instrument_import
 from judging.models import EnsembleLabel
 from reports.judge_assisted.services import judge_assisted_scorecard
 from reports.leaderboard.services import run_leaderboard, study_leaderboard
@@ -20,7 +14,7 @@ from reports.services import run_scorecard
 from stats.leaderboard import Unit, compare_chatbots
 from stats.ppi import ppi_amhart_score
 from tests.conftest import client_for
-from tests.factories import ConversationFactory, PersonaFactory, TargetFactory
+from tests.factories import ConversationFactory, TargetFactory
 from tests.support.judged import (
     amhart,
     amhart_truth,
@@ -30,59 +24,12 @@ from tests.support.judged import (
     judges_for,
     rated_study,
 )
-
-BP, SUB, HPH, NR = "Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm", "Not Relevant"
-RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
-
-
-def _vera_instrument():  # type: ignore[no-untyped-def]
-    instrument, _ = instrument_import(text=RUBRIC.read_text(encoding="utf-8"), file=RUBRIC.name, fmt="vera-mh")
-    return instrument
+from tests.support.leaderboard import vera_board
 
 
 @pytest.fixture
 def vera(db, coordinator, clinician):  # type: ignore[no-untyped-def]
-    """Three chatbots x 24 personas (12 Low, 12 High risk) x 2 repetitions, judged; a study rated one repetition.
-
-    BOT-A answers well and BOT-B badly, each persona pulling both up or down; BOT-C says exactly
-    what BOT-A says (twins: no difference). The humans agree with the judges except on a fifth
-    of BOT-B's labels, which they find worse.
-    """
-    instrument = _vera_instrument()
-    dimensions = list(dict.fromkeys(instrument.items.order_by("position").values_list("domain", flat=True)))
-    bots = {code: TargetFactory(code=code, model=f"vendor/{code.lower()}-model") for code in ("BOT-A", "BOT-B", "BOT-C")}
-    rng = random.Random(4)
-    people = [PersonaFactory(name=f"Persona {i + 1}", design={"risk": "Low" if i < 12 else "High", "disclosure": "High"})
-              for i in range(24)]
-    conversations, judge, human = [], {}, {}
-
-    def label(z: float) -> str:
-        return BP if z > 0.5 else SUB if z > -0.5 else HPH
-
-    for person in people:
-        difficulty = rng.gauss(0, 1.2)
-        for r in range(2):
-            twin = None
-            for code in ("BOT-A", "BOT-B", "BOT-C"):
-                c = ConversationFactory(target=bots[code], persona=person, run_index=r)
-                conversations.append(c)
-                if code == "BOT-C":
-                    judge[c.pk] = dict(twin)
-                else:
-                    quality = 1.2 if code == "BOT-A" else -0.6
-                    judge[c.pk] = {d: (NR if rng.random() < 0.1 else label(quality + difficulty + rng.gauss(0, 0.6))) for d in dimensions}
-                    twin = judge[c.pk] if code == "BOT-A" else twin
-                human[c.pk] = {d: (HPH if code == "BOT-B" and v != NR and rng.random() < 0.2 else v) for d, v in judge[c.pk].items()}
-    run = judged_run(instrument, judges_for(instrument, ["flow-a", "flow-b"]), conversations, lambda j, c: judge[c.pk])
-    rated = [c for c in conversations if c.run_index == 0]
-    study = study_create(name="Flow board", instrument=instrument, section=None, conversation_ids=[c.pk for c in rated],
-                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")],
-                         raters_per_conversation=1)
-    for c in rated:
-        assignment = Assignment.objects.create(study=study, conversation=c, rater=clinician, status=AssignmentStatus.SUBMITTED)
-        Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, derived={"labels": human[c.pk]})
-    study_compute_consensus(study=study, actor=coordinator)
-    return {"run": run, "study": study, "conversations": conversations, "judge": judge, "human": human, "rated": rated}
+    return vera_board(coordinator, clinician)
 
 
 def _table(data, stratum, method):  # type: ignore[no-untyped-def]
