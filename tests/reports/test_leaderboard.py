@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import random
 
 import pytest
 
@@ -203,3 +204,63 @@ def test_an_amhart_run_pairs_conversations_by_persona_and_repetition(db, researc
     assert " pp" in page  # differences of shares in percentage points
     scores = client_for(researcher).get(f"/reports/runs/{run.pk}/leaderboard/scores.csv").content.decode()
     assert scores.splitlines()[0].startswith("stratum,method,method_label,chatbot,estimate,ci_low,ci_high")
+
+
+def test_a_cold_leaderboard_is_computed_by_a_worker_while_the_page_shows_progress(
+    vera, coordinator, clinician, monkeypatch, django_capture_on_commit_callbacks
+):
+    from reports import jobs
+    from reports.models import ReportCache
+    from reports.tasks import report_compute_task
+
+    monkeypatch.setattr(jobs, "runs_inline", lambda: False)
+    client = client_for(coordinator)
+    run = vera["run"]
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = client.get(f"/reports/runs/{run.pk}/leaderboard/")
+    assert response.status_code == 202 and len(queued) == 1
+    assert "Computing this report" in response.content.decode()
+    api = client.get(f"/api/v1/reports/runs/{run.pk}/leaderboard/")
+    assert api.status_code == 202 and api.json()["pending"] is True
+    row = ReportCache.objects.get(kind="leaderboard_run")
+    assert client_for(clinician).get(f"/reports/jobs/{row.pk}/").status_code == 404  # a rater never sees its progress
+    assert report_compute_task(row.pk) == "ready"
+    done = client.get(f"/reports/runs/{run.pk}/leaderboard/")
+    assert done.status_code == 200 and "scores higher than" in done.content.decode()
+
+
+def test_under_a_sampling_plan_every_estimate_is_weighted_as_on_the_judge_assisted_page(db, coordinator, clinician):
+    from annotation.sampling.selectors import PlanOptions
+    from annotation.sampling.services import study_create_from_plan
+    from tests.support.judged import noisy, rate_all
+
+    instrument = amhart()
+    conversations = corpus(personas=3, repetitions=8)
+    truth = amhart_truth(conversations, seed=3, yes_rate={"BOT-A": 0.7, "BOT-B": 0.4})
+    split = {c.pk: i % 3 == 0 for i, c in enumerate(conversations)}
+    rng = random.Random(8)
+
+    def labels(judge, conversation):  # type: ignore[no-untyped-def]
+        base = noisy(dict(truth[conversation.pk]), rng, 0.1, alphabet=("yes", "no"))
+        if split[conversation.pk] and judge.name == "w3":
+            base["amhart_01"] = "yes" if base["amhart_01"] == "no" else "no"
+        return base
+
+    run = judged_run(instrument, judges_for(instrument, ["w1", "w2", "w3"]), conversations, labels)
+    study = study_create_from_plan(
+        run=run, source_key=None, options=PlanOptions(method="oversample", n=20, seed=7, boost=4.0),
+        created_by=coordinator, name="Planned board", rater_title="", description="", section=None,
+        coordinators=[coordinator], raters=[(clinician, "clinician")], raters_per_conversation=1,
+    )
+    rate_all(study, coordinator, [clinician], [link.conversation for link in study.study_conversations.all()], truth)
+    data = study_leaderboard(study=study, run=run)
+    assert data["weighted"] is True and "sampling plan" in data["notes"][0]
+    assisted = {r["chatbot"]: r for r in judge_assisted_scorecard(study=study, run=run)["rows"] if r["score"] == "amhart_score"}
+    assert all(r["weighted"] for r in assisted.values())
+    for method in ("human_only", "ppi", "ppi_tuned"):
+        table = _table(data, "all", method)
+        by = {s["chatbot"]: s["estimate"] for s in table["scores"]}
+        assert by == pytest.approx({bot: row[method]["estimate"] for bot, row in assisted.items()})
+        # The bootstrap re-computes the same Hájek-weighted estimates from its weighted sums.
+        pair = table["pairs"][0]
+        assert (pair["estimate_a"], pair["estimate_b"]) == pytest.approx((by[pair["a"]], by[pair["b"]]))
