@@ -46,9 +46,11 @@ CLUSTERS = {
     False: ("persona × repetition cell", "persona × repetition cells"),
 }
 CLUSTER_DEFINITIONS = {
-    True: "a persona card: every conversation of any chatbot with that persona (all repetitions) is drawn together",
+    True: "a persona card: every conversation of any chatbot with that persona (all repetitions) is drawn together, "
+          "so the intervals treat the personas as a sample of the personas the chatbots could meet",
     False: "a persona card and repetition index: the conversations of every chatbot with that persona in that "
-           "repetition are drawn together",
+           "repetition are drawn together, so the intervals are conditional on the persona cards (a fixed design, "
+           "as AMHART's eight cards)",
 }
 
 

@@ -16,6 +16,11 @@ are compared by the difference of their estimates, with:
   does not pair them): each chatbot's clusters are resampled on their own, ``a``'s first, from
   the same generator.
 
+What the interval is about follows from the clusters: resampling personas treats them as a
+sample of the personas the chatbots could meet (VERA-MH's hundred); resampling persona x
+repetition cells keeps the persona cards fixed (AMHART's eight designed cards) and measures the
+conversations' variation on them. ``bench/leaderboard_coverage.py`` prints the coverage of both.
+
 The interval is the percentile interval of the resampled differences (Efron & Tibshirani 1993,
 ch. 13; linear interpolation, as numpy's and scipy's quantiles), equal to
 ``scipy.stats.bootstrap(method="percentile")`` given the same generator and the clusters in
