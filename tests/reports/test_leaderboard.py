@@ -264,3 +264,24 @@ def test_under_a_sampling_plan_every_estimate_is_weighted_as_on_the_judge_assist
         # The bootstrap re-computes the same Hájek-weighted estimates from its weighted sums.
         pair = table["pairs"][0]
         assert (pair["estimate_a"], pair["estimate_b"]) == pytest.approx((by[pair["a"]], by[pair["b"]]))
+
+
+def test_a_study_with_no_consensus_yet_shows_the_judges_alone_and_says_so(db, coordinator, clinician):
+    from annotation.studies.services import study_create
+
+    instrument = amhart()
+    conversations = corpus(personas=2, repetitions=3)
+    truth = amhart_truth(conversations, seed=4)
+    run = judged_run(instrument, judges_for(instrument, ["e1", "e2"]), conversations, lambda j, c: truth[c.pk])
+    study = study_create(name="Not yet rated", instrument=instrument, section=None, conversation_ids=[c.pk for c in conversations],
+                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")],
+                         raters_per_conversation=1)
+    data = study_leaderboard(study=study, run=run)
+    assert data["methods"] == ["judge_only"] and data["n_rated"] == 0
+    assert any("No conversation of this run has a human consensus" in n for n in data["notes"])
+    pair = _table(data, "all", "judge_only")["pairs"][0]
+    assert pair["n_clusters"] == 6
+    # Six persona x repetition cells: fewer than ten, so nothing is decided, and the page says why.
+    assert pair["decision"] == "cannot_decide" and "only 6 persona × repetition cells" in pair["verdict"]
+    page = client_for(coordinator).get(f"/reports/studies/{study.pk}/leaderboard/?run={run.pk}").content.decode()
+    assert "cannot decide yet: only 6 persona × repetition cells" in page
