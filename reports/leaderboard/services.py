@@ -4,9 +4,9 @@ For a judge run, or a study (its clinicians' consensus, with a judge run that la
 conversations when there is one), each chatbot's headline score (the AMHART score or the
 VERA-MH overall score) by every method the data allows, each with its own named interval:
 
-* **judges only** (a run's ensemble or one judge): the scorecard's figure
-  (:mod:`reports.scorecards`, the same numbers as the run's scorecard page), with a percentile
-  cluster bootstrap interval (:mod:`stats.leaderboard`);
+* **judges only** (a run's ensemble or one judge): the scorecard's figure and interval
+  (:mod:`reports.scorecards`: Student t over conversation scores for AMHART, a bootstrap over
+  conversations for VERA-MH; the same numbers as the run's scorecard page);
 * **humans only**, **judge-assisted (PPI)** and **power-tuned (PPI++)**: the judge-assisted
   page's estimates and normal intervals (:func:`reports.judge_assisted.services.score_row`,
   Hájek-weighted under a sampling plan), so both pages give the same figures. A study without

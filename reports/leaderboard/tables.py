@@ -33,6 +33,7 @@ from stats.leaderboard import (
     compare_chatbots,
 )
 from stats.ppi import ppi_amhart_score, ppi_vera_mh_score
+from stats.scorecard import VERA_RESAMPLES, VERA_SEED
 
 CONFIDENCE = 0.95
 METHOD_ORDER = ("judge_only", "human_only", "ppi", "ppi_tuned")
@@ -44,6 +45,19 @@ SCORES = {
 CLUSTERS = {
     True: ("persona", "personas"),
     False: ("persona × repetition cell", "persona × repetition cells"),
+}
+# The judges-only interval is the scorecard's (stats.scorecard), so the run scorecard page shows the same one.
+SCORECARD_INTERVALS = {
+    True: {"name": "Percentile cluster bootstrap over conversations, as the scorecard",
+           "reference": f"Efron & Tibshirani (1993), ch. 13; stats.scorecard.vera_score_interval ({VERA_RESAMPLES} "
+                        f"resamples, seed {VERA_SEED}): each conversation brings all its labels",
+           "kind": "percentile bootstrap over conversations",
+           "summary": f"percentile bootstrap over conversations, as on the scorecard ({VERA_RESAMPLES} resamples, seed "
+                      f"{VERA_SEED})"},
+    False: {"name": "Student t interval over the conversations' scores, as the scorecard",
+            "reference": "Student (1908); scipy.stats.t.interval (stats.scorecard.mean_interval)",
+            "kind": "Student t over conversations",
+            "summary": "Student t interval over the conversations' scores, as on the scorecard"},
 }
 CLUSTER_DEFINITIONS = {
     True: "a persona card: every conversation of any chatbot with that persona (all repetitions) is drawn together, "
@@ -163,9 +177,7 @@ def _method_info(ctx: Context) -> dict[str, dict[str, Any]]:
                         "conversation",
                 "reference": "the run scorecard (stats.scorecard): the AMHART score as the AMHART paper computes it, "
                              "the VERA-MH score as VERA-MH v1.1 does",
-                "interval": {**PROCEDURES["cluster_bootstrap"], "clusters": plural, "kind": "percentile",
-                             "summary": f"percentile cluster bootstrap over {plural} ({DEFAULT_RESAMPLES} resamples, seed "
-                                        f"{DEFAULT_SEED})"},
+                "interval": SCORECARD_INTERVALS[ctx.flow],
             }
             continue
         info = assisted[method]
@@ -248,7 +260,7 @@ def _tables(stratum: str, records: list[Record], ctx: Context) -> list[dict[str,
         try:
             comparison = compare_chatbots(
                 units, score=score_kind, method=method, lam=lam, confidence=CONFIDENCE, cluster_name=CLUSTERS[ctx.flow],  # type: ignore[arg-type]
-                score_intervals=method == "judge_only",
+                score_intervals=False,
             )
         except StatsInputError as exc:
             table["error"] = str(exc)
@@ -256,8 +268,8 @@ def _tables(stratum: str, records: list[Record], ctx: Context) -> list[dict[str,
             continue
         own = {s.chatbot: s for s in comparison.scores}
         if method == "judge_only":
-            figures = _scorecard_figures(records, ctx)
-            scores = [_judges_only_score(s, figures.get(s.chatbot)) for s in comparison.scores]
+            card = _scorecard_rows(records, ctx)
+            scores = [_judges_only_score(s, card.get(s.chatbot), ctx.flow) for s in comparison.scores]
         elif method == "human_only" and ctx.weights is None:
             scores = [_humans_alone_score(bot, [r for r in records if r.design.chatbot == bot], ctx, own[bot]) for bot in own]
         else:
@@ -311,14 +323,19 @@ def _humans_alone_score(bot: str, records: list[Record], ctx: Context, own: Any)
             "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
 
 
-def _judges_only_score(own: Any, figure: float | None) -> dict[str, Any]:
-    return {"chatbot": own.chatbot, "estimate": figure, "low": own.low, "high": own.high, "std_error": None,
-            "cannot_estimate": own.cannot_estimate, "note": own.note, "interval": "percentile cluster bootstrap",
-            "n_conversations": own.n_conversations, "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
+def _judges_only_score(own: Any, row: dict[str, Any] | None, flow: bool) -> dict[str, Any]:
+    """Return a chatbot's judges-only score and interval as its scorecard row gives them."""
+    row = row or {}
+    low, high = row.get("ci_low"), row.get("ci_high")
+    why = row.get("ci_note") or "no scored conversation"
+    return {"chatbot": own.chatbot, "estimate": row.get("score" if flow else "mean_score"), "low": low, "high": high,
+            "std_error": None, "cannot_estimate": None if low is not None and high is not None else f"cannot be estimated: {why}",
+            "note": None, "interval": SCORECARD_INTERVALS[flow]["kind"], "n_conversations": own.n_conversations,
+            "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
 
 
-def _scorecard_figures(records: list[Record], ctx: Context) -> dict[str, float | None]:
-    """Return each chatbot's judges-only score as the scorecard computes it (the run scorecard's figures)."""
+def _scorecard_rows(records: list[Record], ctx: Context) -> dict[str, dict[str, Any]]:
+    """Return each chatbot's scorecard row of the judges' labels: the run scorecard's score and interval."""
     rows = []
     for r in records:
         for key, label in (r.judge or {}).items():
@@ -330,5 +347,4 @@ def _scorecard_figures(records: list[Record], ctx: Context) -> dict[str, float |
     if not rows:
         return {}
     card = scorecard(rows, ctx.instrument, lambda fraction, stage: None)
-    field_name = "score" if ctx.flow else "mean_score"
-    return {row["chatbot"]: row.get(field_name) for row in card.get("by_chatbot", [])}
+    return {row["chatbot"]: row for row in card.get("by_chatbot", [])}

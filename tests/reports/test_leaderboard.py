@@ -65,11 +65,11 @@ def test_a_runs_leaderboard_compares_every_pair_by_persona_with_holm_decisions(v
     assert [(p["a"], p["b"], p["low"], p["high"], p["p_adjusted"]) for p in table["pairs"]] == [
         (p.a, p.b, p.low, p.high, p.p_adjusted) for p in expected.pairs
     ]
-    # Judges-only scores are the run scorecard's, with the cluster bootstrap's interval.
-    card = {r["chatbot"]: r["score"] for r in run_scorecard(run=run)["by_chatbot"]}
-    assert {s["chatbot"]: s["estimate"] for s in table["scores"]} == pytest.approx(card)
-    bootstrap = {s.chatbot: (s.low, s.high) for s in expected.scores}
-    assert all((s["low"], s["high"]) == bootstrap[s["chatbot"]] for s in table["scores"])
+    # Judges-only scores and intervals are the run scorecard's (one computation for both pages).
+    card = {r["chatbot"]: r for r in run_scorecard(run=run)["by_chatbot"]}
+    for s in table["scores"]:
+        row = card[s["chatbot"]]
+        assert (s["estimate"], s["low"], s["high"]) == pytest.approx((row["score"], row["ci_low"], row["ci_high"]))
     assert [s["chatbot"][:5] for s in table["scores"]][-1] == "BOT-B"  # ordered by score
     # Every persona risk level is a table of its own, from its personas' conversations only.
     low = _table(data, "risk:Low", "judge_only")
@@ -78,7 +78,7 @@ def test_a_runs_leaderboard_compares_every_pair_by_persona_with_holm_decisions(v
     assert params["n_resamples"] == 5000 and params["seed"] == 20260101 and params["alpha"] == 0.05
     assert params["pairwise"]["adjustment"]["name"].startswith("Holm") and "1979" in params["pairwise"]["adjustment"]["reference"]
     assert params["clusters"]["plural"] == "personas" and params["min_clusters"] == 10
-    assert data["method_info"]["judge_only"]["interval"]["name"] == "Percentile cluster bootstrap"
+    assert data["method_info"]["judge_only"]["interval"]["name"] == "Percentile cluster bootstrap over conversations, as the scorecard"
 
 
 def test_a_studys_leaderboard_has_every_method_with_the_judge_assisted_pages_figures(vera):
