@@ -43,6 +43,7 @@ api_v1 = [
     path("reports/", include("reports.drift.api")),
     path("reports/", include("reports.raters.api")),
     path("reports/", include("reports.devset.api")),
+    path("reports/", include("reports.leaderboard.api")),
     path("", include("annotation.sampling.api")),
 ]
 

@@ -26,4 +26,5 @@ urlpatterns = [
     path("", include("reports.raters.urls")),
     # Issue 23: judge development with a locked test set.
     path("", include("reports.devset.urls")),
+    path("", include("reports.leaderboard.urls")),
 ]

@@ -97,7 +97,7 @@ class Weights:
         return self.rated is not None
 
 
-def _weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of: dict[int, str]) -> Weights:
+def estimation_weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of: dict[int, str]) -> Weights:
     """Return the inclusion probabilities to use (None: equal weights) and why.
 
     ``chatbot_of`` maps every judged conversation of the run to its chatbot.
@@ -190,10 +190,14 @@ def _cannot(method: str, why: str) -> dict[str, Any]:
             "note": None, "cannot_estimate": f"cannot be estimated: {why}"}
 
 
-def _row(
+def score_row(
     chatbot: str, score: tuple[str, str, str], flow: bool, human: dict[int, dict[str, str | None]],
     judge: Callable[[int], dict[str, str | None]], rated: list[int], unrated: list[int], weights: Weights,
 ) -> dict[str, Any]:
+    """Return one chatbot's estimates of one score by every method, from its rated and unrated conversations.
+
+    Also used by the leaderboard (per chatbot and persona risk level), so both pages give the same figures.
+    """
     key, label, scale = score
     estimator, entry = _estimator(key, flow)
     row: dict[str, Any] = {"chatbot": chatbot, "score": key, "score_label": label, "scale": scale,
@@ -255,7 +259,7 @@ def _row(
     }
 
 
-def _methods_used() -> dict[str, dict[str, Any]]:
+def methods_used() -> dict[str, dict[str, Any]]:
     """Return what each method is, for a methods paragraph: estimator, reference, ddof, λ."""
     ddof = {"two_phase": 1}
     lam = {"ppi": "1", "ppi_tuned": "tuned per row (lam_tuned), ppi_py's power tuning", "human_only": "0",
@@ -281,7 +285,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         "confidence": CONFIDENCE,
         "judge_term": "PPI and PPI++: the unrated conversations (Angelopoulos et al. 2023); two-phase: every judged one",
         "method_labels": METHOD_LABELS,  # "methods" is the methods paragraph (reports.methods)
-        "methods_used": _methods_used(),
+        "methods_used": methods_used(),
         "interval": "normal (Wald); delta method for a function of means (item yes-rates, VERA-MH scores)",
         "notes": [],
     }
@@ -301,7 +305,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
     if not labels.conversations:
         payload["empty"] = "This run has no judged conversation (or all were flagged by the integrity checks)."
         return payload
-    weights = _weights(study, run, rated, {cid: c.chatbot for cid, c in labels.conversations.items()})
+    weights = estimation_weights(study, run, rated, {cid: c.chatbot for cid, c in labels.conversations.items()})
     payload["weighted"] = weights.weighted
     payload["weights"] = "inverse inclusion probabilities (Hájek)" if weights.weighted else "equal (unweighted)"
     payload["notes"].insert(0, weights.note)
@@ -321,7 +325,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         mine = [c for c in cids if c in rated_set]
         others = [c for c in cids if c not in rated_set]
         for score in scores:
-            rows.append(_row(chatbot, score, flow, human, labels.of, mine, others, weights))
+            rows.append(score_row(chatbot, score, flow, human, labels.of, mine, others, weights))
     payload["rows"] = rows
     return payload
 

@@ -34,6 +34,7 @@ from reports.methods import (  # noqa: F401 - each module registers its writer
     drift,
     judge_assisted,
     judges,
+    leaderboard,
     raters,
     realism,
     regression,

@@ -65,6 +65,12 @@ _ALL = [
     Reference("benjamini2001", "Benjamini & Yekutieli, 2001",
               "Benjamini, Y., & Yekutieli, D. (2001). The control of the false discovery rate in multiple testing "
               "under dependency. The Annals of Statistics, 29(4), 1165–1188.", doi="10.1214/aos/1013699998"),
+    Reference("holm1979", "Holm, 1979",
+              "Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scandinavian Journal of "
+              "Statistics, 6(2), 65–70."),
+    Reference("zrnic2024bootstrap", "Zrnic, 2024",
+              "Zrnic, T. (2024). A note on the prediction-powered bootstrap. arXiv:2405.18379.",
+              url="https://arxiv.org/abs/2405.18379"),
     # Judge-assisted estimates and weights
     Reference("angelopoulos2023", "Angelopoulos et al., 2023",
               "Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023). "

@@ -72,6 +72,8 @@ NOT_PAGES = {
     "reports:development-look-csv": "file download",
     "reports:development-look-state": "JSON progress of a look being computed (polled by the look page)",
     "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
+    # The benchmark leaderboard (issue 23).
+    "reports:leaderboard-csv": "file download", "reports:run-leaderboard-csv": "file download",
 }
 
 
@@ -261,6 +263,8 @@ def site_visits() -> list[Visit]:
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
         ("status", "admin", reverse("status")),
         ("reports:development", "admin", reverse("reports:development", args=[study.pk])),
+        ("reports:leaderboard", "admin", reverse("reports:leaderboard", args=[study.pk])),
+        ("reports:run-leaderboard", "admin", reverse("reports:run-leaderboard", args=[run.pk])),
     ]
     if batch is not None:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))

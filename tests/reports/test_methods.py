@@ -57,6 +57,7 @@ def _text(payload: dict) -> str:
 def test_every_registered_report_kind_has_a_methods_writer():
     import reports.drift.services  # noqa: F401 - each registers its kind with reports.jobs
     import reports.judge_assisted.services  # noqa: F401
+    import reports.leaderboard.services  # noqa: F401
     import reports.raters.services  # noqa: F401
 
     assert set(jobs.KINDS) <= set(methods.WRITERS), f"no methods writer for {set(jobs.KINDS) - set(methods.WRITERS)}"
@@ -361,6 +362,8 @@ def audit(db):  # type: ignore[no-untyped-def]
 
 
 def _every_paragraph(audit) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    from reports.leaderboard.services import run_leaderboard, study_leaderboard
+
     study, run = audit.study, audit.run
     payloads = {
         "reliability": services.study_reliability(study=study),
@@ -373,6 +376,8 @@ def _every_paragraph(audit) -> dict[str, str]:  # type: ignore[no-untyped-def]
         "rater_drift": rater_drift(study=study),
         "judge_drift": judge_drift(run_a=run, source_a=label_source_get(run, None), run_b=run,
                                    source_b=label_source_get(run, None), study=study),
+        "leaderboard": study_leaderboard(study=study, run=run),
+        "leaderboard_run": run_leaderboard(run=run),
     }
     assert set(payloads) == set(methods.WRITERS)
     return {kind: _text(payload) for kind, payload in payloads.items()}
