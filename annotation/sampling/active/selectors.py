@@ -1,0 +1,438 @@
+"""Active sampling, the reads: the batches so far, the estimate now, the next batch and its expected width.
+
+The estimate uses the conversations visited by *complete* batches: batches whose rated
+conversations all have a final human consensus (computed, none provisional). A batch still
+being rated is left out whole, so the estimate never mixes in a half-rated batch (the
+increments of a batch are independent given the batches before it: leaving a whole batch out
+keeps the martingale structure of :mod:`stats.active`; it assumes how fast a batch is rated
+does not depend on its ratings). The next batch's probabilities depend only on complete
+batches too (its τ is re-tuned on their ratings), so they are known before it is drawn.
+
+Estimates are given per chatbot and over all chatbots; the plan stops asking for batches when
+the interval the plan's stop rule names is at most the target width, with at least
+:data:`MIN_RATED_TO_STOP` rated conversations behind it (the normal interval's minimum here),
+or when the budget is spent or every conversation has been visited.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from annotation.errors import AnnotationError
+from annotation.models import (
+    ActiveBatch,
+    ActivePlan,
+    ActiveStopRule,
+    ActiveUnit,
+    Assignment,
+    AssignmentStatus,
+    ConsensusLabel,
+    Study,
+    UncertaintyMeasure,
+)
+from annotation.sampling.active.population import ActivePopulation, active_population
+from stats.active import (
+    ESTIMATOR,
+    MIN_TUNE,
+    SMALL_N,
+    TAU_START,
+    ActiveEstimate,
+    active_estimate,
+    active_probabilities,
+    expected_active_width,
+    planned_variance,
+    tune_mixing,
+)
+from stats.data import StatsInputError
+from stats.ppi.scores import amhart_conversation_scores, vera_mh_counts
+
+MIN_RATED_TO_STOP = SMALL_N
+POOLED = "all chatbots"
+STATUS_SAMPLING, STATUS_REACHED, STATUS_BUDGET, STATUS_VISITED = "sampling", "target_reached", "budget_spent", "all_visited"
+
+
+def plan_active_population(plan: ActivePlan) -> ActivePopulation:
+    """Return the plan's population, read again from its run (a finished run does not change)."""
+    planning = plan.planning or {}
+    return active_population(
+        plan.judge_run, plan.source, plan.uncertainty,
+        d_agree=float(planning.get("d_agree", 0.15)), d_split=float(planning.get("d_split", 0.40)),
+    )
+
+
+def human_scores(study: Study, instrument: str) -> dict[int, np.ndarray]:
+    """Return the clinicians' score row of each conversation whose ratings are all in.
+
+    A conversation counts once it has a computed consensus and none of its labels is
+    provisional (every active assignment submitted). Unresolved labels (ties awaiting
+    adjudication, too few ratings) are missing, as in every report; a conversation whose
+    labels are all missing or not applicable gets a row of NaN (left out and counted).
+    """
+    labels: dict[int, list[str | None]] = defaultdict(list)
+    provisional: set[int] = set()
+    rows = (
+        ConsensusLabel.objects.filter(study=study).exclude(item_key__startswith="section:")
+        .values_list("conversation_id", "label", "provisional")
+    )
+    for cid, label, pending in rows:
+        labels[cid].append(label or None)
+        if pending:
+            provisional.add(cid)
+    out: dict[int, np.ndarray] = {}
+    for cid, mine in labels.items():
+        if cid in provisional:
+            continue
+        try:
+            row = vera_mh_counts([mine], "human")[0] if instrument == "vera_mh" else amhart_conversation_scores([mine], "human")
+        except StatsInputError:
+            row = np.full(3 if instrument == "vera_mh" else 1, np.nan)
+        out[cid] = np.atleast_1d(np.asarray(row, dtype=float))
+    return out
+
+
+@dataclass(frozen=True)
+class NextBatch:
+    """The batch a coordinator would draw now: the conversations it visits and their probabilities."""
+
+    number: int
+    ids: list[int]
+    positions: list[int]
+    uncertainty: np.ndarray
+    probs: np.ndarray
+    tau: float
+    tuned_on: int
+    expected: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "n_visit": len(self.ids), "expected_ratings": self.expected, "tau": self.tau,
+            "tuned_on": self.tuned_on, "min_inclusion_prob": float(self.probs.min()) if self.probs.size else None,
+            "max_inclusion_prob": float(self.probs.max()) if self.probs.size else None,
+        }
+
+
+@dataclass
+class GroupRow:
+    """One chatbot (or all of them): the estimate now, the width expected after the next batch."""
+
+    group: str
+    n_population: int
+    estimate: ActiveEstimate
+    expected_next: float | None
+    n_next: int
+    expected_rated_next: float
+    reached: bool
+    why_not: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "n_population": self.n_population, **self.estimate.as_dict(),
+                "expected_width_after_next_batch": self.expected_next, "next_batch_visits": self.n_next,
+                "next_batch_expected_ratings": self.expected_rated_next, "target_reached": self.reached,
+                "not_reached_because": self.why_not or None}
+
+
+@dataclass
+class BatchRow:
+    batch: ActiveBatch
+    n_rated: int
+    complete: bool
+
+
+@dataclass
+class ActiveState:
+    """Everything the active sampling page, API and CSV show."""
+
+    plan: ActivePlan
+    population: ActivePopulation
+    batches: list[BatchRow]
+    groups: list[GroupRow]
+    pooled: GroupRow
+    next_batch: NextBatch | None
+    status: str
+    status_text: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+    calibration: float | None = None
+    notes: list[str] = field(default_factory=list)
+    units: list[dict[str, Any]] = field(default_factory=list)
+    waiting_for_consensus: int = 0
+
+    @property
+    def can_draw(self) -> bool:
+        return self.status == STATUS_SAMPLING and self.next_batch is not None
+
+    @property
+    def n_selected(self) -> int:
+        return sum(b.batch.n_selected for b in self.batches)
+
+    @property
+    def n_visited(self) -> int:
+        return sum(b.batch.n_visited for b in self.batches)
+
+    @property
+    def n_rated(self) -> int:
+        return sum(b.n_rated for b in self.batches)
+
+    def parameters(self) -> dict[str, Any]:
+        """Return every setting a methods paragraph needs to describe the design."""
+        plan = self.plan
+        planning = plan.planning or {}
+        return {
+            "judge_run": plan.judge_run_id, "source": plan.source, "source_name": self.population.source_name,
+            "uncertainty": plan.uncertainty, "uncertainty_label": UncertaintyMeasure(plan.uncertainty).label,
+            "budget": plan.budget, "batch_size": plan.batch_size, "visit_size": plan.visit_size,
+            "population": plan.population, "floor": plan.floor, "tau_start": planning.get("tau_start", TAU_START),
+            "tau_tuned_after": MIN_TUNE, "target_width": plan.target_width, "stop_on": plan.stop_on,
+            "stop_on_label": ActiveStopRule(plan.stop_on).label, "min_rated_to_stop": MIN_RATED_TO_STOP,
+            "confidence": plan.confidence, "seed": plan.seed, "batch_seeds": [b.batch.seed for b in self.batches],
+            "assignment_seeds": [b.batch.assignment_seed for b in self.batches],
+            "score": planning.get("score"), "score_label": self.population.score_label,
+            "d_agree": planning.get("d_agree"), "d_split": planning.get("d_split"),
+            "sampling": "Poisson (each visited conversation rated independently with its probability)",
+            "visit_order": "a random permutation of the run's conversations from the plan's seed; batch t visits the "
+            "next visit_size conversations",
+        }
+
+    def as_dict(self, *, with_units: bool = True) -> dict[str, Any]:
+        plan = self.plan
+        out = {
+            "study": plan.study_id, "status": self.status, "status_text": self.status_text,
+            "parameters": self.parameters(), "estimator": ESTIMATOR,
+            "n_visited": self.n_visited, "n_selected": self.n_selected, "n_rated": self.n_rated,
+            "waiting_for_consensus": self.waiting_for_consensus,
+            "batches": [
+                {"number": b.batch.number, "tau": b.batch.tau, "tuned_on": b.batch.tuned_on,
+                 "expected_ratings": b.batch.expected, "n_visited": b.batch.n_visited,
+                 "n_selected": b.batch.n_selected, "n_rated": b.n_rated, "complete": b.complete,
+                 "seed": b.batch.seed, "assignment_seed": b.batch.assignment_seed,
+                 "width_before": b.batch.width_before, "expected_width": b.batch.expected_width,
+                 "created_at": b.batch.created_at.isoformat()}
+                for b in self.batches
+            ],
+            "estimates": [g.as_dict() for g in self.groups],
+            "pooled": self.pooled.as_dict(),
+            "next_batch": self.next_batch.as_dict() if self.next_batch else None,
+            "history": self.history,
+            "planning_rescaled_by": self.calibration,
+            "notes": self.notes,
+        }
+        if with_units:
+            out["conversations"] = self.units
+        return out
+
+
+def active_plan_get(study: Study) -> ActivePlan:
+    """Return the study's active plan or raise AnnotationError (404) when it has none."""
+    plan = ActivePlan.objects.filter(study=study).select_related("judge_run", "study").first()
+    if plan is None:
+        raise AnnotationError("this study was not built by active sampling", status=404)
+    return plan
+
+
+def _estimates(
+    population: ActivePopulation, rows: list[tuple[int, float, bool]], human: dict[int, np.ndarray], confidence: float,
+    group_of: dict[int, str],
+) -> dict[str, ActiveEstimate]:
+    """Return the estimate per chatbot and pooled from visited (conversation, π, selected) rows."""
+    index = population.index()
+    k = population.judge.shape[1]
+    grouped: dict[str, list[tuple[int, float, bool]]] = defaultdict(list)
+    for row in rows:
+        grouped[group_of[row[0]]].append(row)
+        grouped[POOLED].append(row)
+    out = {}
+    for group, members in grouped.items():
+        f = np.array([population.judge[index[c]] for c, _, _ in members]).reshape(-1, k)
+        y = np.array([human[c] if sel and c in human else np.full(k, np.nan) for c, _, sel in members]).reshape(-1, k)
+        out[group] = active_estimate(f, y, [s for _, _, s in members], [p for _, p, _ in members],
+                                     target=population.target, confidence=confidence)
+    return out
+
+
+def _empty(population: ActivePopulation, confidence: float) -> ActiveEstimate:
+    return active_estimate(np.zeros((0, population.judge.shape[1])), np.zeros((0, population.judge.shape[1])), [], [],
+                           target=population.target, confidence=confidence)
+
+
+def active_state(plan: ActivePlan) -> ActiveState:
+    """Return the plan's batches, estimates, next batch, expected widths and status (a fixed number of queries)."""
+    population = plan_active_population(plan)
+    index = population.index()
+    study = plan.study
+    batches = list(plan.batches.order_by("number"))
+    units = list(
+        ActiveUnit.objects.filter(batch__plan=plan).order_by("position")
+        .values_list("batch__number", "conversation_id", "position", "uncertainty", "inclusion_prob", "selected")
+    )
+    human = human_scores(study, population.instrument)
+    notes: list[str] = []
+    gone = [cid for _, cid, *_ in units if cid not in index]
+    if gone:
+        notes.append(f"{len(gone)} visited conversation(s) are no longer among the run's judged conversations (flagged by "
+                     "the integrity checks since): left out of the estimate.")
+    by_batch: dict[int, list[tuple[int, int, float, float, bool]]] = defaultdict(list)
+    for number, cid, position, u, pi, selected in units:
+        by_batch[number].append((cid, position, u, pi, selected))
+    rows_of_batch = []
+    for batch in batches:
+        members = by_batch.get(batch.number, [])
+        chosen = [cid for cid, _, _, _, sel in members if sel]
+        rated = sum(cid in human for cid in chosen)
+        rows_of_batch.append(BatchRow(batch, rated, rated == len(chosen)))
+    complete = {b.batch.number for b in rows_of_batch if b.complete}
+    group_of = population.chatbots
+    visited = [(cid, pi, sel) for number in sorted(complete) for cid, _, _, pi, sel in by_batch.get(number, []) if cid in index]
+    estimates = _estimates(population, visited, human, plan.confidence, group_of)
+
+    # The judge errors seen so far: to re-tune τ and to rescale the planning values.
+    rated = [(cid, u, pi) for number in sorted(complete) for cid, _, u, pi, sel in by_batch.get(number, [])
+             if sel and cid in index and cid in human and not np.isnan(human[cid]).any()]
+    errors = np.array([float((human[c] - population.judge[index[c]]) @ population.gradient) ** 2 for c, _, _ in rated])
+    planned = np.array([population.planned_error[index[c]] for c, _, _ in rated])
+    weights = np.array([1 / pi for _, _, pi in rated])
+    calibration = None
+    if len(rated) >= MIN_TUNE and float(weights @ planned) > 0:
+        calibration = float(weights @ errors) / float(weights @ planned)
+    residual = population.planned_error * (calibration if calibration is not None else 1.0)
+
+    next_batch, stop = _next_batch(plan, population, batches, rated, errors, index)
+    groups_now = sorted({group_of[c] for c in population.ids})
+    rows: list[GroupRow] = []
+    for group in [*groups_now, POOLED]:
+        members = [i for i, c in enumerate(population.ids) if group == POOLED or group_of[c] == group]
+        estimate = estimates.get(group) or _empty(population, plan.confidence)
+        rows.append(_group_row(plan, population, group, members, estimate, next_batch, residual, visited, index))
+    pooled = rows.pop()
+    status, text = _status(plan, rows, pooled, stop)
+    state = ActiveState(plan, population, rows_of_batch, rows, pooled, next_batch if status == STATUS_SAMPLING else None,
+                        status, text, calibration=calibration, notes=notes)
+    state.history = _history(population, by_batch, complete, human, plan.confidence, group_of, index)
+    state.units = _unit_rows(population, units, human, complete)
+    state.waiting_for_consensus = _waiting(study, [cid for _, cid, *_, sel in units if sel], human)
+    if calibration is not None:
+        notes.append(f"Expected widths use the planning values rescaled by {calibration:.2f}, the ratio of the squared "
+                     "judge errors seen so far to the planned ones (inverse-probability weighted).")
+    return state
+
+
+def _next_batch(
+    plan: ActivePlan, population: ActivePopulation, batches: list[ActiveBatch], rated: list[tuple[int, float, float]],
+    errors: np.ndarray, index: dict[int, int],
+) -> tuple[NextBatch | None, str]:
+    """Return the batch that would be drawn now, or None and why none is (budget, population)."""
+    visited = sum(b.n_visited for b in batches)
+    order = list(plan.order)
+    if visited >= len(order):
+        return None, STATUS_VISITED
+    remaining = plan.budget - sum(b.n_selected for b in batches)
+    if remaining < 1:
+        return None, STATUS_BUDGET
+    positions = [p for p in range(visited, min(len(order), visited + plan.visit_size)) if order[p] in index]
+    if not positions:
+        return None, STATUS_VISITED
+    chunk = [order[p] for p in positions]
+    expected = min(len(chunk) * plan.budget / plan.population, float(remaining))
+    start = float((plan.planning or {}).get("tau_start", max(TAU_START, plan.floor)))
+    tau, tuned_on = tune_mixing(
+        [u for _, u, _ in rated], errors, [pi for _, _, pi in rated],
+        mean_uncertainty=population.mean_uncertainty, floor=plan.floor, start=start,
+    )
+    u = np.array([population.uncertainty[index[c]] for c in chunk])
+    probs = active_probabilities(u, expected, tau=tau)
+    return NextBatch(len(batches) + 1, chunk, positions, u, probs, tau, tuned_on if tuned_on >= MIN_TUNE else 0,
+                     float(probs.sum())), STATUS_SAMPLING
+
+
+def _group_row(
+    plan: ActivePlan, population: ActivePopulation, group: str, members: list[int], estimate: ActiveEstimate,
+    next_batch: NextBatch | None, residual: np.ndarray, visited: list[tuple[int, float, bool]], index: dict[int, int],
+) -> GroupRow:
+    scores = population.planned_score[members]
+    var_y = float(np.var(scores, ddof=1)) if len(members) >= 2 else 0.0
+    mine = set(population.ids[i] for i in members)
+    expected_next, n_next, rated_next = None, 0, 0.0
+    if next_batch is not None:
+        picks = [i for i, c in enumerate(next_batch.ids) if c in mine]
+        n_next = len(picks)
+        rated_next = float(next_batch.probs[picks].sum()) if picks else 0.0
+        extra = planned_variance(var_y, residual[[index[next_batch.ids[i]] for i in picks]], next_batch.probs[picks])
+        if estimate.spread is not None:
+            so_far, n_so_far = estimate.spread * estimate.n_visited, estimate.n_visited
+        else:
+            seen = [(c, pi) for c, pi, _ in visited if c in mine]
+            so_far = float(planned_variance(var_y, residual[[index[c] for c, _ in seen]], [pi for _, pi in seen]).sum()) if seen else 0.0
+            n_so_far = len(seen)
+        expected_next = expected_active_width(visited_variance=so_far, n_visited=n_so_far, next_variance=extra,
+                                              confidence=plan.confidence) if n_so_far + n_next else None
+    width = estimate.width
+    if estimate.cannot_estimate:
+        why = estimate.cannot_estimate
+    elif estimate.n_rated < MIN_RATED_TO_STOP:
+        why = f"only {estimate.n_rated} rated conversations: {MIN_RATED_TO_STOP} are needed before the interval may stop the study"
+    elif width is not None and width > plan.target_width:
+        why = f"width {width:.3g} is above the target {plan.target_width:.3g}"
+    else:
+        why = ""
+    return GroupRow(group, len(members), estimate, expected_next, n_next, rated_next, not why, why)
+
+
+def _status(plan: ActivePlan, groups: list[GroupRow], pooled: GroupRow, stop: str) -> tuple[str, str]:
+    confidence = f"{plan.confidence:.0%}"
+    watched = [pooled] if plan.stop_on == ActiveStopRule.POOLED else groups
+    if watched and all(g.reached for g in watched):
+        whose = "the interval over all chatbots is" if plan.stop_on == ActiveStopRule.POOLED else "every chatbot's interval is"
+        return STATUS_REACHED, (f"Target reached: {whose} at most {plan.target_width:g} wide ({confidence}), with at least "
+                                f"{MIN_RATED_TO_STOP} rated conversations behind each. No further batch is needed.")
+    if stop == STATUS_BUDGET:
+        return stop, (f"The budget of {plan.budget} ratings is spent: no further batch. The target width was not reached; "
+                      "the intervals are as narrow as these ratings make them.")
+    if stop == STATUS_VISITED:
+        return stop, ("Every conversation of the run has been visited: no further batch. The target width was not "
+                      "reached; the intervals are as narrow as these ratings make them.")
+    return STATUS_SAMPLING, "Not there yet: " + "; ".join(f"{g.group}: {g.why_not}" for g in watched if not g.reached) + "."
+
+
+def _history(
+    population: ActivePopulation, by_batch: dict[int, list[tuple[int, int, float, float, bool]]], complete: set[int],
+    human: dict[int, np.ndarray], confidence: float, group_of: dict[int, str], index: dict[int, int],
+) -> list[dict[str, Any]]:
+    """Return, after each complete batch, the widths the complete batches up to it give."""
+    out = []
+    rows: list[tuple[int, float, bool]] = []
+    for number in sorted(complete):
+        rows = rows + [(cid, pi, sel) for cid, _, _, pi, sel in by_batch.get(number, []) if cid in index]
+        estimates = _estimates(population, rows, human, confidence, group_of)
+        out.append({"batch": number, "n_visited": len(rows), "n_rated": estimates[POOLED].n_rated if POOLED in estimates else 0,
+                    "widths": {g: e.width for g, e in sorted(estimates.items())}})
+    return out
+
+
+def _unit_rows(
+    population: ActivePopulation, units: list[tuple[int, int, int, float, float, bool]], human: dict[int, np.ndarray],
+    complete: set[int],
+) -> list[dict[str, Any]]:
+    index = population.index()
+    out = []
+    for number, cid, position, u, pi, selected in units:
+        row = index.get(cid)
+        out.append({
+            "conversation": population.codes.get(cid, str(cid)), "chatbot": population.chatbots.get(cid, ""),
+            "batch": number, "position": position, "uncertainty": u, "inclusion_prob": pi, "weight": 1 / pi,
+            "selected": selected, "rated": bool(selected and cid in human), "batch_complete": number in complete,
+            "judge_score": float(population.judge[row] @ population.gradient) if row is not None else None,
+            "judge_score_fallback": bool(population.judge_missing[row]) if row is not None else None,
+        })
+    return out
+
+
+def _waiting(study: Study, chosen: list[int], human: dict[int, np.ndarray]) -> int:
+    """Return how many rated-to-be conversations have every rating in but no final consensus yet."""
+    open_ = set(
+        Assignment.objects.filter(study=study, is_calibration=False)
+        .exclude(status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.WITHDRAWN])
+        .values_list("conversation_id", flat=True)
+    )
+    return sum(1 for cid in chosen if cid not in human and cid not in open_)
