@@ -480,8 +480,8 @@ class UncertaintyMeasure(models.TextChoices):
 
 
 class ActiveStopRule(models.TextChoices):
-    EACH_CHATBOT = "each_chatbot", "Every chatbot's interval is at most the target width"
-    POOLED = "pooled", "The interval over all chatbots is at most the target width"
+    EACH_CHATBOT = "each_chatbot", "Every chatbot's interval is narrow enough"
+    POOLED = "pooled", "The interval over all chatbots is narrow enough"
 
 
 class ActivePlan(models.Model):

@@ -199,7 +199,7 @@ def test_reaching_the_target_width_stops_asking(run, coordinator, clinician):
     _rate_drawn(study, run, coordinator, clinician)
     state = active_state(study.active_plan)
     assert state.status == "sampling"  # fewer than 30 rated per chatbot yet, whatever the width
-    assert all("30 are needed" in g.why_not for g in state.groups)
+    assert all("30 needed" in g.why_not for g in state.groups)
     active_batch_draw(study=study, actor=coordinator)
     _rate_drawn(study, run, coordinator, clinician)
     state = active_state(study.active_plan)
@@ -353,3 +353,20 @@ def test_raters_never_see_why_a_conversation_was_chosen_or_any_judge_output(run,
             assert secret not in body, secret
     for url in (reverse("annotation:study-active", args=[study.pk]), f"/api/v1/studies/{study.pk}/active-sampling/"):
         assert client.get(url).status_code in (403, 404)
+
+
+def test_the_state_reads_a_fixed_number_of_queries_whatever_the_batches(run, coordinator, clinician):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    study = _create(run, coordinator, [clinician], budget=60, batch_size=15, uncertainty="spread")
+    plan = ActivePlan.objects.select_related("judge_run", "study").get(study=study)
+    with CaptureQueriesContext(connection) as one:
+        active_state(plan)
+    active_batch_draw(study=study, actor=coordinator)
+    active_batch_draw(study=study, actor=coordinator)
+    _rate_drawn(study, run, coordinator, clinician)
+    plan = ActivePlan.objects.select_related("judge_run", "study").get(study=study)
+    with CaptureQueriesContext(connection) as three:
+        active_state(plan)
+    assert len(three) == len(one) <= 20

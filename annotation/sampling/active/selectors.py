@@ -299,12 +299,15 @@ def active_state(plan: ActivePlan) -> ActiveState:
     residual = population.planned_error * (calibration if calibration is not None else 1.0)
 
     next_batch, stop = _next_batch(plan, population, batches, rated, errors, index)
+    # Batches still being rated will be in the estimate by the time the next one is: count them as planned.
+    pending = [(cid, pi) for number, members in by_batch.items() if number not in complete
+               for cid, _, _, pi, _ in members if cid in index]
     groups_now = sorted({group_of[c] for c in population.ids})
     rows: list[GroupRow] = []
     for group in [*groups_now, POOLED]:
         members = [i for i, c in enumerate(population.ids) if group == POOLED or group_of[c] == group]
         estimate = estimates.get(group) or _empty(population, plan.confidence)
-        rows.append(_group_row(plan, population, group, members, estimate, next_batch, residual, visited, index))
+        rows.append(_group_row(plan, population, group, members, estimate, next_batch, residual, visited, pending, index))
     pooled = rows.pop()
     status, text = _status(plan, rows, pooled, stop)
     state = ActiveState(plan, population, rows_of_batch, rows, pooled, next_batch if status == STATUS_SAMPLING else None,
@@ -348,7 +351,8 @@ def _next_batch(
 
 def _group_row(
     plan: ActivePlan, population: ActivePopulation, group: str, members: list[int], estimate: ActiveEstimate,
-    next_batch: NextBatch | None, residual: np.ndarray, visited: list[tuple[int, float, bool]], index: dict[int, int],
+    next_batch: NextBatch | None, residual: np.ndarray, visited: list[tuple[int, float, bool]],
+    pending: list[tuple[int, float]], index: dict[int, int],
 ) -> GroupRow:
     scores = population.planned_score[members]
     var_y = float(np.var(scores, ddof=1)) if len(members) >= 2 else 0.0
@@ -359,19 +363,24 @@ def _group_row(
         n_next = len(picks)
         rated_next = float(next_batch.probs[picks].sum()) if picks else 0.0
         extra = planned_variance(var_y, residual[[index[next_batch.ids[i]] for i in picks]], next_batch.probs[picks])
+
+        def planned(rows: list[tuple[int, float]]) -> float:
+            return float(planned_variance(var_y, residual[[index[c] for c, _ in rows]], [pi for _, pi in rows]).sum()) if rows else 0.0
+
         if estimate.spread is not None:
             so_far, n_so_far = estimate.spread * estimate.n_visited, estimate.n_visited
         else:
             seen = [(c, pi) for c, pi, _ in visited if c in mine]
-            so_far = float(planned_variance(var_y, residual[[index[c] for c, _ in seen]], [pi for _, pi in seen]).sum()) if seen else 0.0
-            n_so_far = len(seen)
+            so_far, n_so_far = planned(seen), len(seen)
+        waiting = [(c, pi) for c, pi in pending if c in mine]
+        so_far, n_so_far = so_far + planned(waiting), n_so_far + len(waiting)
         expected_next = expected_active_width(visited_variance=so_far, n_visited=n_so_far, next_variance=extra,
                                               confidence=plan.confidence) if n_so_far + n_next else None
     width = estimate.width
     if estimate.cannot_estimate:
         why = estimate.cannot_estimate
     elif estimate.n_rated < MIN_RATED_TO_STOP:
-        why = f"only {estimate.n_rated} rated conversations: {MIN_RATED_TO_STOP} are needed before the interval may stop the study"
+        why = f"only {estimate.n_rated} rated conversations ({MIN_RATED_TO_STOP} needed before the interval may stop the study)"
     elif width is not None and width > plan.target_width:
         why = f"width {width:.3g} is above the target {plan.target_width:.3g}"
     else:
@@ -392,7 +401,15 @@ def _status(plan: ActivePlan, groups: list[GroupRow], pooled: GroupRow, stop: st
     if stop == STATUS_VISITED:
         return stop, ("Every conversation of the run has been visited: no further batch. The target width was not "
                       "reached; the intervals are as narrow as these ratings make them.")
-    return STATUS_SAMPLING, "Not there yet: " + "; ".join(f"{g.group}: {g.why_not}" for g in watched if not g.reached) + "."
+    if all(g.estimate.n_visited == 0 for g in watched):
+        return STATUS_SAMPLING, ("No batch is fully rated yet, so there is no estimate: a batch counts once all its drawn "
+                                 "conversations have a final consensus. The widths expected after the next batch count "
+                                 "the batches drawn so far as rated.")
+    short = [g for g in watched if not g.reached]
+    if len(short) > 2:
+        return STATUS_SAMPLING, (f"Not there yet: {len(short)} of the {len(watched)} chatbots' intervals cannot stop the study "
+                                 "yet (the table below says why for each).")
+    return STATUS_SAMPLING, "Not there yet: " + "; ".join(f"{g.group}: {g.why_not}" for g in short) + "."
 
 
 def _history(

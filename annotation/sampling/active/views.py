@@ -101,8 +101,9 @@ def chart_data(state: ActiveState) -> dict[str, Any] | None:
                        "marker": {"color": colour, "size": 8}, "legendgroup": group})
         row = state.pooled if group == POOLED else next(g for g in state.groups if g.group == group)
         if nxt is not None and row.expected_next is not None:
-            traces.append({"type": "scatter", "mode": "markers", "name": f"{group}: expected after batch {nxt}", "x": [nxt],
-                           "y": [row.expected_next], "showlegend": False, "legendgroup": group,
+            # Named in the legend by its group when no complete batch has drawn the group's line yet.
+            traces.append({"type": "scatter", "mode": "markers", "name": group if not xs else f"{group}: expected after batch {nxt}",
+                           "x": [nxt], "y": [row.expected_next], "showlegend": not xs, "legendgroup": group,
                            "marker": {"color": colour, "size": 11, "symbol": "circle-open", "line": {"width": 2}}})
     top = max(last, nxt or 0, 1)
     traces.append({"type": "scatter", "mode": "lines", "name": f"target {state.plan.target_width:g}",
@@ -140,6 +141,8 @@ def active_study_page(request: HttpRequest, pk: int) -> HttpResponse:
         "next_min": float(probs.min()) if probs is not None and probs.size else None,
         "next_max": float(probs.max()) if probs is not None and probs.size else None,
         "estimator": ESTIMATOR,
+        "confidence": f"{state.plan.confidence:.0%}",
+        "floor_share": f"{state.plan.floor:.0%}",
     }
     return render(request, "annotation/coordinator/active_study.html", context)
 
