@@ -531,6 +531,7 @@ class ActiveBatch(models.Model):
     tuned_on = models.PositiveIntegerField(default=0)  # rated conversations tau was tuned on (0: not tuned)
     expected = models.FloatField()  # Σ π: ratings this batch was expected to add
     n_visited = models.PositiveIntegerField()
+    visit_end = models.PositiveIntegerField(default=0)  # the visit order's position after this batch's last conversation
     n_selected = models.PositiveIntegerField()
     seed = models.BigIntegerField()  # the draws' seed
     assignment_seed = models.BigIntegerField(null=True, blank=True)

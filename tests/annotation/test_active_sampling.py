@@ -370,3 +370,15 @@ def test_the_state_reads_a_fixed_number_of_queries_whatever_the_batches(run, coo
     with CaptureQueriesContext(connection) as three:
         active_state(plan)
     assert len(three) == len(one) <= 20
+
+
+def test_a_conversation_flagged_after_it_was_visited_is_left_out_and_the_order_goes_on(run, coordinator, clinician):
+    from corpus.models import Conversation
+
+    study = _create(run, coordinator, [clinician], budget=40, batch_size=10)  # 25 visited per batch
+    plan = ActivePlan.objects.get(study=study)
+    Conversation.objects.filter(pk__in=[plan.order[0], plan.order[30]]).update(integrity_ok=False)
+    batch = active_batch_draw(study=study, actor=coordinator)
+    positions = list(ActiveUnit.objects.filter(batch=batch).values_list("position", flat=True))
+    assert positions[0] == 25 and 30 not in positions and len(positions) == 25 and batch.visit_end == 51
+    assert any("no longer among" in note for note in active_state(plan).notes)

@@ -106,6 +106,7 @@ class NextBatch:
     tau: float
     tuned_on: int
     expected: float
+    visit_end: int  # the visit order's position after the batch's last conversation
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -326,16 +327,20 @@ def _next_batch(
     errors: np.ndarray, index: dict[int, int],
 ) -> tuple[NextBatch | None, str]:
     """Return the batch that would be drawn now, or None and why none is (budget, population)."""
-    visited = sum(b.n_visited for b in batches)
     order = list(plan.order)
-    if visited >= len(order):
+    start = max((b.visit_end for b in batches), default=0)
+    # The next visit_size conversations of the order (skipping any the run no longer holds).
+    positions: list[int] = []
+    end = start
+    while end < len(order) and len(positions) < plan.visit_size:
+        if order[end] in index:
+            positions.append(end)
+        end += 1
+    if not positions:
         return None, STATUS_VISITED
     remaining = plan.budget - sum(b.n_selected for b in batches)
     if remaining < 1:
         return None, STATUS_BUDGET
-    positions = [p for p in range(visited, min(len(order), visited + plan.visit_size)) if order[p] in index]
-    if not positions:
-        return None, STATUS_VISITED
     chunk = [order[p] for p in positions]
     expected = min(len(chunk) * plan.budget / plan.population, float(remaining))
     start = float((plan.planning or {}).get("tau_start", max(TAU_START, plan.floor)))
@@ -346,7 +351,7 @@ def _next_batch(
     u = np.array([population.uncertainty[index[c]] for c in chunk])
     probs = active_probabilities(u, expected, tau=tau)
     return NextBatch(len(batches) + 1, chunk, positions, u, probs, tau, tuned_on if tuned_on >= MIN_TUNE else 0,
-                     float(probs.sum())), STATUS_SAMPLING
+                     float(probs.sum()), end), STATUS_SAMPLING
 
 
 def _group_row(

@@ -93,7 +93,7 @@ def _draw(plan: ActivePlan, state: ActiveState, actor: AbstractBaseUser | None) 
     chosen = draw_batch(proposal.probs, seed)
     batch = ActiveBatch.objects.create(
         plan=plan, number=proposal.number, tau=proposal.tau, tuned_on=proposal.tuned_on, expected=proposal.expected,
-        n_visited=len(proposal.ids), n_selected=int(chosen.sum()), seed=seed,
+        n_visited=len(proposal.ids), visit_end=proposal.visit_end, n_selected=int(chosen.sum()), seed=seed,
         width_before=_watched(state, "now"), expected_width=_watched(state, "next"),
         created_by=actor if getattr(actor, "pk", None) else None,
     )
