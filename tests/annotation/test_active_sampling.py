@@ -382,3 +382,57 @@ def test_a_conversation_flagged_after_it_was_visited_is_left_out_and_the_order_g
     positions = list(ActiveUnit.objects.filter(batch=batch).values_list("position", flat=True))
     assert positions[0] == 25 and 30 not in positions and len(positions) == 25 and batch.visit_end == 51
     assert any("no longer among" in note for note in active_state(plan).notes)
+
+
+def test_question_flows_are_estimated_on_the_vera_mh_overall_score(db, coordinator, clinician):
+    import random
+    from pathlib import Path
+
+    import numpy as np
+
+    from annotation.consensus.services import study_compute_consensus
+    from annotation.models import Rating, RatingStatus
+    from corpus.instruments.services import instrument_import
+    from stats.active import active_estimate
+    from stats.ppi.scores import VERA_MH, vera_mh_counts
+
+    rubric = Path(__file__).resolve().parents[1] / "fixtures" / "vera" / "rubric_small.tsv"
+    instrument, _ = instrument_import(text=rubric.read_text(encoding="utf-8"), file=rubric.name, fmt="vera-mh")
+    dimensions = list(dict.fromkeys(instrument.items.order_by("position").values_list("domain", flat=True)))
+    labels = ["Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm", "Not Relevant"]
+    conversations = corpus(repetitions=10)  # 40
+    rng = random.Random(4)
+    truth = {c.pk: {d: rng.choice(labels[:3]) for d in dimensions} for c in conversations}
+    dissent = {c.pk for i, c in enumerate(conversations) if i % 3 == 0}
+
+    def judge_labels(judge, conversation):  # type: ignore[no-untyped-def]
+        out = dict(truth[conversation.pk])
+        if judge.name != "flow-a" and conversation.pk in dissent:  # two of three: the ensemble is wrong there
+            out[dimensions[0]] = "High Potential for Harm"
+        return out
+
+    run = judged_run(instrument, judges_for(instrument, ["flow-a", "flow-b", "flow-c"]), conversations, judge_labels)
+    study = active_study_create(
+        run=run, source_key=None, options=ActiveOptions(budget=20, batch_size=20, target_width=10.0, seed=2),
+        created_by=coordinator, name="Flow, active", section=None, coordinators=[coordinator],
+        raters=[(clinician, "clinician")], raters_per_conversation=1,
+    )
+    for assignment in Assignment.objects.filter(study=study):
+        assignment.status = "submitted"
+        assignment.save(update_fields=["status"])
+        Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, derived={"labels": truth[assignment.conversation_id]})
+    study_compute_consensus(study=study, actor=coordinator)
+    state = active_state(study.active_plan)
+    assert state.population.instrument == "vera_mh" and "VERA-MH" in state.population.score_label
+    units = list(ActiveUnit.objects.filter(batch__plan__study=study).order_by("position"))
+    assert len(units) == 40
+    judge = vera_mh_counts([list(judge_labels(type("J", (), {"name": "flow-b"}), run_conv).values())  # the ensemble's labels
+                            for run_conv in [next(c for c in conversations if c.pk == u.conversation_id) for u in units]], "j")
+    human = vera_mh_counts([list(truth[u.conversation_id].values()) for u in units], "h")
+    chosen = np.array([u.selected for u in units])
+    expected = active_estimate(judge, np.where(chosen[:, None], human, np.nan), chosen, [u.inclusion_prob for u in units],
+                               target=VERA_MH)
+    assert chosen.any() and (judge != human).any(axis=1)[chosen].any()  # a correction to make
+    assert state.pooled.estimate.estimate == pytest.approx(expected.estimate)
+    assert state.pooled.estimate.estimate != pytest.approx(state.pooled.estimate.judge_only)
+    assert state.pooled.estimate.width == pytest.approx(expected.width)
