@@ -110,7 +110,19 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         name="Planned", rater_title="", description="", section=None, coordinators=[coordinator],
         raters=[(clinician, "clinician")], raters_per_conversation=1,
     )
+    from annotation.sampling.active.services import ActiveOptions, active_study_create
+    from corpus.models import Conversation
+    from tests.support.active_study import active_run
+
+    active_from, _ = active_run(list(Conversation.objects.filter(study_links__study=study)), prefix="csv")
+    active = active_study_create(
+        run=active_from, source_key=None, options=ActiveOptions(budget=2, batch_size=2, target_width=0.1, seed=1),
+        created_by=coordinator, name="Active", section=None, coordinators=[coordinator], raters=[(clinician, "clinician")],
+        raters_per_conversation=1,
+    )
     urls = {
+        "annotation:study-active-csv": [f"/studies/{active.pk}/active-sampling.csv"],
+        "annotation:study-active-estimates-csv": [f"/studies/{active.pk}/active-estimates.csv"],
         "corpus:conversation-export": ["/corpus/conversations/export.csv"],
         "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
         "judging:run-export": [f"/judging/runs/{run.pk}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
