@@ -22,6 +22,7 @@ from annotation.sampling.active.services import active_batch_draw, active_study_
 from annotation.sampling.forms import source_choices
 from annotation.studies import selectors as reads
 from core.csvstream import stream_csv
+from judging.models import JudgeMode
 from judging.sources import run_conversations
 from stats.active import ESTIMATOR
 
@@ -50,7 +51,9 @@ def active_study_new(request: HttpRequest) -> HttpResponse:
     run = active_run_queryset().filter(pk=int(raw)).first() if raw.isdigit() else None
     if run is not None:
         size = len(run_conversations(run))
-        initial = {"run": run.pk, "budget": max(1, min(200, size // 2)), "batch_size": max(1, min(40, size // 10))}
+        # A width in the run's score units: ten percentage points of an AMHART score, ten points of VERA-MH's 100.
+        initial = {"run": run.pk, "budget": max(1, min(200, size // 2)), "batch_size": max(1, min(40, size // 10)),
+                   "target_width": 10.0 if run.mode == JudgeMode.FLOW else 0.10}
     form = ActiveStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
