@@ -102,7 +102,7 @@ ESTIMATOR = {
     "central limit theorem (Hall & Heyde 1980, thm 3.2); stopping at a target width: Chow & Robbins (1965)",
     "sampling_rule": "uncertainty-proportional mixed with uniform (the paper's pi = (1 - tau) eta u + tau n_b/n), "
     "capped at 1 with the cut budget given to the others; tau >= the floor",
-    "ddof": "0",
+    "ddof": 0,
     "interval": "normal (Wald)",
 }
 

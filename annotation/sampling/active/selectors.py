@@ -17,28 +17,27 @@ or when the budget is spent or every conversation has been visited.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from annotation.errors import AnnotationError
-from annotation.models import (
-    ActiveBatch,
-    ActivePlan,
-    ActiveStopRule,
-    ActiveUnit,
-    Assignment,
-    AssignmentStatus,
-    ConsensusLabel,
-    Study,
-    UncertaintyMeasure,
-)
+from annotation.models import ActiveBatch, ActivePlan, ActiveStopRule, ActiveUnit, Study
 from annotation.sampling.active.population import ActivePopulation, active_population
+from annotation.sampling.active.ratings import human_scores, waiting_for_consensus
+from annotation.sampling.active.state import (
+    MIN_RATED_TO_STOP,
+    STATUS_BUDGET,
+    STATUS_REACHED,
+    STATUS_SAMPLING,
+    STATUS_VISITED,
+    ActiveState,
+    BatchRow,
+    GroupRow,
+    NextBatch,
+)
 from stats.active import (
-    ESTIMATOR,
     MIN_TUNE,
-    SMALL_N,
     TAU_START,
     ActiveEstimate,
     active_estimate,
@@ -47,12 +46,10 @@ from stats.active import (
     planned_variance,
     tune_mixing,
 )
-from stats.data import StatsInputError
-from stats.ppi.scores import amhart_conversation_scores, vera_mh_counts
 
-MIN_RATED_TO_STOP = SMALL_N
+__all__ = ["MIN_RATED_TO_STOP", "POOLED", "ActiveState", "active_plan_get", "active_state", "human_scores"]
+
 POOLED = "all chatbots"
-STATUS_SAMPLING, STATUS_REACHED, STATUS_BUDGET, STATUS_VISITED = "sampling", "target_reached", "budget_spent", "all_visited"
 
 
 def plan_active_population(plan: ActivePlan) -> ActivePopulation:
@@ -62,167 +59,6 @@ def plan_active_population(plan: ActivePlan) -> ActivePopulation:
         plan.judge_run, plan.source, plan.uncertainty,
         d_agree=float(planning.get("d_agree", 0.15)), d_split=float(planning.get("d_split", 0.40)),
     )
-
-
-def human_scores(study: Study, instrument: str) -> dict[int, np.ndarray]:
-    """Return the clinicians' score row of each conversation whose ratings are all in.
-
-    A conversation counts once it has a computed consensus and none of its labels is
-    provisional (every active assignment submitted). Unresolved labels (ties awaiting
-    adjudication, too few ratings) are missing, as in every report; a conversation whose
-    labels are all missing or not applicable gets a row of NaN (left out and counted).
-    """
-    labels: dict[int, list[str | None]] = defaultdict(list)
-    provisional: set[int] = set()
-    rows = (
-        ConsensusLabel.objects.filter(study=study).exclude(item_key__startswith="section:")
-        .values_list("conversation_id", "label", "provisional")
-    )
-    for cid, label, pending in rows:
-        labels[cid].append(label or None)
-        if pending:
-            provisional.add(cid)
-    out: dict[int, np.ndarray] = {}
-    for cid, mine in labels.items():
-        if cid in provisional:
-            continue
-        try:
-            row = vera_mh_counts([mine], "human")[0] if instrument == "vera_mh" else amhart_conversation_scores([mine], "human")
-        except StatsInputError:
-            row = np.full(3 if instrument == "vera_mh" else 1, np.nan)
-        out[cid] = np.atleast_1d(np.asarray(row, dtype=float))
-    return out
-
-
-@dataclass(frozen=True)
-class NextBatch:
-    """The batch a coordinator would draw now: the conversations it visits and their probabilities."""
-
-    number: int
-    ids: list[int]
-    positions: list[int]
-    uncertainty: np.ndarray
-    probs: np.ndarray
-    tau: float
-    tuned_on: int
-    expected: float
-    visit_end: int  # the visit order's position after the batch's last conversation
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number, "n_visit": len(self.ids), "expected_ratings": self.expected, "tau": self.tau,
-            "tuned_on": self.tuned_on, "min_inclusion_prob": float(self.probs.min()) if self.probs.size else None,
-            "max_inclusion_prob": float(self.probs.max()) if self.probs.size else None,
-        }
-
-
-@dataclass
-class GroupRow:
-    """One chatbot (or all of them): the estimate now, the width expected after the next batch."""
-
-    group: str
-    n_population: int
-    estimate: ActiveEstimate
-    expected_next: float | None
-    n_next: int
-    expected_rated_next: float
-    reached: bool
-    why_not: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"group": self.group, "n_population": self.n_population, **self.estimate.as_dict(),
-                "expected_width_after_next_batch": self.expected_next, "next_batch_visits": self.n_next,
-                "next_batch_expected_ratings": self.expected_rated_next, "target_reached": self.reached,
-                "not_reached_because": self.why_not or None}
-
-
-@dataclass
-class BatchRow:
-    batch: ActiveBatch
-    n_rated: int
-    complete: bool
-
-
-@dataclass
-class ActiveState:
-    """Everything the active sampling page, API and CSV show."""
-
-    plan: ActivePlan
-    population: ActivePopulation
-    batches: list[BatchRow]
-    groups: list[GroupRow]
-    pooled: GroupRow
-    next_batch: NextBatch | None
-    status: str
-    status_text: str
-    history: list[dict[str, Any]] = field(default_factory=list)
-    calibration: float | None = None
-    notes: list[str] = field(default_factory=list)
-    units: list[dict[str, Any]] = field(default_factory=list)
-    waiting_for_consensus: int = 0
-
-    @property
-    def can_draw(self) -> bool:
-        return self.status == STATUS_SAMPLING and self.next_batch is not None
-
-    @property
-    def n_selected(self) -> int:
-        return sum(b.batch.n_selected for b in self.batches)
-
-    @property
-    def n_visited(self) -> int:
-        return sum(b.batch.n_visited for b in self.batches)
-
-    @property
-    def n_rated(self) -> int:
-        return sum(b.n_rated for b in self.batches)
-
-    def parameters(self) -> dict[str, Any]:
-        """Return every setting a methods paragraph needs to describe the design."""
-        plan = self.plan
-        planning = plan.planning or {}
-        return {
-            "judge_run": plan.judge_run_id, "source": plan.source, "source_name": self.population.source_name,
-            "uncertainty": plan.uncertainty, "uncertainty_label": UncertaintyMeasure(plan.uncertainty).label,
-            "budget": plan.budget, "batch_size": plan.batch_size, "visit_size": plan.visit_size,
-            "population": plan.population, "floor": plan.floor, "tau_start": planning.get("tau_start", TAU_START),
-            "tau_tuned_after": MIN_TUNE, "target_width": plan.target_width, "stop_on": plan.stop_on,
-            "stop_on_label": ActiveStopRule(plan.stop_on).label, "min_rated_to_stop": MIN_RATED_TO_STOP,
-            "confidence": plan.confidence, "seed": plan.seed, "batch_seeds": [b.batch.seed for b in self.batches],
-            "assignment_seeds": [b.batch.assignment_seed for b in self.batches],
-            "score": planning.get("score"), "score_label": self.population.score_label,
-            "d_agree": planning.get("d_agree"), "d_split": planning.get("d_split"),
-            "sampling": "Poisson (each visited conversation rated independently with its probability)",
-            "visit_order": "a random permutation of the run's conversations from the plan's seed; batch t visits the "
-            "next visit_size conversations",
-        }
-
-    def as_dict(self, *, with_units: bool = True) -> dict[str, Any]:
-        plan = self.plan
-        out = {
-            "study": plan.study_id, "status": self.status, "status_text": self.status_text,
-            "parameters": self.parameters(), "estimator": ESTIMATOR,
-            "n_visited": self.n_visited, "n_selected": self.n_selected, "n_rated": self.n_rated,
-            "waiting_for_consensus": self.waiting_for_consensus,
-            "batches": [
-                {"number": b.batch.number, "tau": b.batch.tau, "tuned_on": b.batch.tuned_on,
-                 "expected_ratings": b.batch.expected, "n_visited": b.batch.n_visited,
-                 "n_selected": b.batch.n_selected, "n_rated": b.n_rated, "complete": b.complete,
-                 "seed": b.batch.seed, "assignment_seed": b.batch.assignment_seed,
-                 "width_before": b.batch.width_before, "expected_width": b.batch.expected_width,
-                 "created_at": b.batch.created_at.isoformat()}
-                for b in self.batches
-            ],
-            "estimates": [g.as_dict() for g in self.groups],
-            "pooled": self.pooled.as_dict(),
-            "next_batch": self.next_batch.as_dict() if self.next_batch else None,
-            "history": self.history,
-            "planning_rescaled_by": self.calibration,
-            "notes": self.notes,
-        }
-        if with_units:
-            out["conversations"] = self.units
-        return out
 
 
 def active_plan_get(study: Study) -> ActivePlan:
@@ -315,7 +151,7 @@ def active_state(plan: ActivePlan) -> ActiveState:
                         status, text, calibration=calibration, notes=notes)
     state.history = _history(population, by_batch, complete, human, plan.confidence, group_of, index)
     state.units = _unit_rows(population, units, human, complete)
-    state.waiting_for_consensus = _waiting(study, [cid for _, cid, *_, sel in units if sel], human)
+    state.waiting_for_consensus = waiting_for_consensus(study, [cid for _, cid, *_, sel in units if sel], human)
     if calibration is not None:
         notes.append(f"Expected widths use the planning values rescaled by {calibration:.2f}, the ratio of the squared "
                      "judge errors seen so far to the planned ones (inverse-probability weighted).")
@@ -450,11 +286,3 @@ def _unit_rows(
     return out
 
 
-def _waiting(study: Study, chosen: list[int], human: dict[int, np.ndarray]) -> int:
-    """Return how many rated-to-be conversations have every rating in but no final consensus yet."""
-    open_ = set(
-        Assignment.objects.filter(study=study, is_calibration=False)
-        .exclude(status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.WITHDRAWN])
-        .values_list("conversation_id", flat=True)
-    )
-    return sum(1 for cid in chosen if cid not in human and cid not in open_)
