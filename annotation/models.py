@@ -472,3 +472,98 @@ class ConversationFlag(models.Model):
 
     def __str__(self) -> str:
         return f"flag of {self.conversation_id} in study {self.study_id}: {self.reason}"
+
+
+class UncertaintyMeasure(models.TextChoices):
+    DISAGREEMENT = "disagreement", "Ensemble disagreement: share of a conversation's labels where the judges split or found no majority"
+    SPREAD = "spread", "Spread of the judges' scores: standard deviation of the conversation's score across the judges"
+
+
+class ActiveStopRule(models.TextChoices):
+    EACH_CHATBOT = "each_chatbot", "Every chatbot's interval is narrow enough"
+    POOLED = "pooled", "The interval over all chatbots is narrow enough"
+
+
+class ActivePlan(models.Model):
+    """Active sampling (Zrnic & Candès, ICML 2024): a study that grows batch by batch from a judge run.
+
+    The run's conversations are visited in a random order (``order``, from ``seed``), a batch
+    at a time; each visited conversation is rated with a probability that grows with the
+    judges' uncertainty about it, never below the floor. The batches, and every visited
+    conversation's probability and draw, are ``ActiveBatch`` and ``ActiveUnit`` rows.
+    """
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="active_plan")
+    judge_run = models.ForeignKey("judging.JudgeRun", on_delete=models.PROTECT, related_name="active_plans")
+    source = models.CharField(max_length=40, default="ensemble")  # whose labels give the judges' score
+    uncertainty = models.CharField(max_length=20, choices=UncertaintyMeasure.choices)
+    budget = models.PositiveIntegerField(help_text="Conversations to rate in all (expected)")
+    batch_size = models.PositiveIntegerField(help_text="Conversations to rate per batch (expected)")
+    floor = models.FloatField(help_text="Least share of uniform sampling (tau): every conversation's chance is at least floor x budget / N")
+    target_width = models.FloatField(help_text="Stop asking once the interval is at most this wide (score units)")
+    stop_on = models.CharField(max_length=20, choices=ActiveStopRule.choices, default=ActiveStopRule.EACH_CHATBOT)
+    confidence = models.FloatField(default=0.95)
+    seed = models.BigIntegerField()
+    population = models.PositiveIntegerField()
+    visit_size = models.PositiveIntegerField(help_text="Conversations visited per batch")
+    order = models.JSONField(default=list)  # conversation ids in visit order
+    # The score, the planning values and anything else a methods paragraph needs.
+    planning = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(floor__gt=0, floor__lte=1), name="active_plan_floor_range"),
+            models.CheckConstraint(condition=models.Q(target_width__gt=0), name="active_plan_target_positive"),
+            models.CheckConstraint(condition=models.Q(batch_size__gte=1, budget__gte=1), name="active_plan_sizes_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"active sampling of run {self.judge_run_id} for study {self.study_id}"
+
+
+class ActiveBatch(models.Model):
+    """One batch of an active plan: which conversations it visited, its τ, and what it drew."""
+
+    plan = models.ForeignKey(ActivePlan, on_delete=models.CASCADE, related_name="batches")
+    number = models.PositiveSmallIntegerField()
+    tau = models.FloatField()  # share of uniform sampling this batch used (>= the plan's floor)
+    tuned_on = models.PositiveIntegerField(default=0)  # rated conversations tau was tuned on (0: not tuned)
+    expected = models.FloatField()  # Σ π: ratings this batch was expected to add
+    n_visited = models.PositiveIntegerField()
+    visit_end = models.PositiveIntegerField(default=0)  # the visit order's position after this batch's last conversation
+    n_selected = models.PositiveIntegerField()
+    seed = models.BigIntegerField()  # the draws' seed
+    assignment_seed = models.BigIntegerField(null=True, blank=True)
+    width_before = models.FloatField(null=True, blank=True)  # the interval width shown when it was drawn
+    expected_width = models.FloatField(null=True, blank=True)  # the width it was expected to give
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["plan", "number"]
+        constraints = [models.UniqueConstraint(fields=["plan", "number"], name="active_batch_number_unique")]
+
+    def __str__(self) -> str:
+        return f"batch {self.number} of {self.plan}"
+
+
+class ActiveUnit(models.Model):
+    """A conversation a batch visited: its uncertainty, its chance of being rated, and the draw."""
+
+    batch = models.ForeignKey(ActiveBatch, on_delete=models.CASCADE, related_name="units")
+    conversation = models.ForeignKey("corpus.Conversation", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()  # in the plan's visit order
+    uncertainty = models.FloatField()
+    inclusion_prob = models.FloatField()
+    selected = models.BooleanField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "conversation"], name="active_unit_unique"),
+            models.CheckConstraint(condition=models.Q(inclusion_prob__gt=0, inclusion_prob__lte=1), name="active_unit_prob_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} in {self.batch}"

@@ -1,4 +1,4 @@
-"""Benchmark the sampling-plan preview, judge-assisted scorecard, judge drift and rater reports.
+"""Benchmark the sampling-plan preview, the active sampling page, judge-assisted scorecard, judge drift and rater reports.
 
 Data: a judge run of 3 judges over N conversations (default 10,000: 5 chatbots x 8 personas x
 250 runs) on the 14 AMHART items, every label bulk-created as the judging app stores it and
@@ -160,9 +160,22 @@ def main() -> None:
         plan_preview(run, None, PlanOptions(method=method, n=400, seed=1, min_split=2))
         previews.append((method, (time.perf_counter() - t0) * 1000))
 
+    from django.contrib.auth import get_user_model
+
+    from annotation.sampling.active.services import ActiveOptions, active_study_create
+
+    t0 = time.perf_counter()
+    active = active_study_create(
+        run=run, source_key=None, options=ActiveOptions(budget=400, batch_size=100, target_width=0.05, seed=1),
+        created_by=coordinator, name="Bench active", section=None, coordinators=[coordinator],
+        raters=[(u, "clinician") for u in get_user_model().objects.filter(username__startswith="rater")],
+    )
+    active_created = (time.perf_counter() - t0) * 1000
+
     client = Client()
     client.force_login(coordinator)
     pages = [
+        ("active sampling page", f"/studies/{active.pk}/active/"),
         ("judge-assisted scorecard", f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}"),
         ("judge drift (judge-a vs judge-b)", f"/reports/drift/?a_run={run.pk}&a_source=judge:{judges[0].pk}"
          f"&b_run={run.pk}&b_source=judge:{judges[1].pk}&study={study.pk}"),
@@ -180,6 +193,7 @@ def main() -> None:
           f"{EnsembleLabel.objects.count():,} ensemble labels), study of 400 rated by 2; built in {built:.1f} s ({connection.vendor})")
     for method, ms in previews:
         print(f"plan preview ({method}, n=400 of {args.conversations:,}): {ms:.0f} ms")
+    print(f"active sampling study created with batch 1 (400 of {args.conversations:,} in batches of 100): {active_created:.0f} ms")
     print(f"{'page':<36} {'cold ms':>9} {'warm median ms':>15} {'warm queries':>13}")
     for name, cold, warm, queries in rows:
         print(f"{name:<36} {cold:>9.0f} {warm:>15.1f} {queries:>13}")

@@ -10,6 +10,7 @@ from django.db.models import Count, Max, Q
 from django.http import Http404
 
 from annotation.models import (
+    ActivePlan,
     AssignmentStatus,
     ConsensusLabel,
     Rating,
@@ -178,6 +179,21 @@ def study_inclusion_weights(study: Study) -> tuple[dict[str, float] | None, dict
     probability; the second value says which, for the page, the API and the CSV.
     """
     plan = SamplingPlan.objects.filter(study=study).select_related("judge_run").first()
+    active = ActivePlan.objects.filter(study=study).first() if plan is None else None
+    if active is not None:
+        links = list(study.study_conversations.filter(is_calibration=False).values_list("conversation__code", "inclusion_prob"))
+        if links and all(pi for _, pi in links):
+            return {code: 1 / pi for code, pi in links}, {
+                "weighted": True,
+                "weights": "inverse inclusion probabilities (Hájek)",
+                "note": (f"Weighted by the study's active sampling (judge run {active.judge_run_id}, batches whose chances "
+                         "followed the judges' uncertainty): each rated conversation counts 1/π times, π its recorded "
+                         "chance in its batch (Hájek estimator; Särndal, Swensson & Wretman 1992, sec. 5.7). The "
+                         "unweighted figures, which over-represent the conversations the judges found hard, are beside "
+                         "them; the active sampling page gives the estimate that also uses the judges' labels."),
+                "plan": {"method": "active_sampling", "n": len(links), "population": active.population,
+                         "judge_run": active.judge_run_id},
+            }
     if plan is None:
         return None, {"weighted": False, "weights": "equal (unweighted)",
                       "note": "Unweighted: every rated conversation counts the same (this study has no sampling plan)."}

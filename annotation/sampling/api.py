@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -190,4 +190,5 @@ urlpatterns = [
     path("sampling-plans/", PlannedStudyCreateView.as_view(), name="sampling-plan-create"),
     path("studies/<int:pk>/sampling-plan/", StudySamplingPlanView.as_view(), name="study-sampling-plan"),
     path("studies/<int:pk>/sitting-limit/", StudySittingLimitView.as_view(), name="study-sitting-limit"),
+    path("", include("annotation.sampling.active.api")),
 ]

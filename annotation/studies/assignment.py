@@ -60,8 +60,13 @@ def plan_assignments(
     k: int,
     composition: Mapping[str, int] | None = None,
     seed: int,
+    initial_load: Mapping[Hashable, int] | None = None,
 ) -> Plan:
-    """Assign ``k`` raters to each conversation, balanced in load and pair overlap."""
+    """Assign ``k`` raters to each conversation, balanced in load and pair overlap.
+
+    ``initial_load``: conversations each rater already holds (a study that grows), so the
+    new work goes first to the least loaded.
+    """
     needed = slots_needed(k, composition)
     ids = [r.rater for r in raters]
     if len(set(ids)) != len(ids):
@@ -72,7 +77,7 @@ def plan_assignments(
             what = f"raters labelled '{label}'" if label else "raters"
             raise AssignmentDesignError(f"{count} {what} needed per conversation but only {len(pool)} available")
     rng = np.random.default_rng(seed)
-    load = {r: 0 for r in ids}
+    load = {r: int((initial_load or {}).get(r, 0)) for r in ids}
     overlap: dict[tuple[Hashable, Hashable], int] = {}
     tiebreak = {r: float(x) for r, x in zip(ids, rng.random(len(ids)), strict=True)}
     pairs: list[tuple[Hashable, Hashable]] = []

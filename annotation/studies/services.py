@@ -64,6 +64,7 @@ def study_create(
     calibration: dict[int, dict] | None = None,
     reliability_threshold: float = 0.5,
     min_ratings_for_consensus: int | None = None,
+    allow_empty: bool = False,
 ) -> Study:
     """Create a study with its conversations, coordinators and raters (with a label each).
 
@@ -71,6 +72,8 @@ def study_create(
     ``{item_key: {"label": ..., "explanation": ...}}`` used for feedback.
     ``min_ratings_for_consensus`` defaults to 2, or 1 when each conversation gets one rater (a
     single clinician's label is then the reference): never more than a conversation gets.
+    ``allow_empty``: a study that grows later (active sampling adds its conversations batch by
+    batch, and a batch may draw none).
     """
     if min_ratings_for_consensus is None:
         min_ratings_for_consensus = min(2, raters_per_conversation)
@@ -80,7 +83,7 @@ def study_create(
         raise AnnotationError("a rating section cannot be a study's main instrument")
     if section is not None and section.kind != InstrumentKind.SECTION:
         raise AnnotationError("the study section must be an instrument of kind 'section'")
-    if not conversation_ids:
+    if not conversation_ids and not allow_empty:
         raise AnnotationError("the selection holds no conversations")
     if tie_policy not in TiePolicy.values:
         raise AnnotationError(f"unknown tie policy '{tie_policy}'")
@@ -500,3 +503,42 @@ def study_set_alt_test_epsilon(*, study: Study, epsilon: float, actor: AbstractB
     study.save(update_fields=["alt_test_epsilon"])
     study_event(study=study, actor=actor, action="alt_test_epsilon_set", previous=previous, epsilon=epsilon)
     return study
+
+
+@transaction.atomic
+def study_assign_conversations(
+    *, study: Study, conversation_ids: list[int], actor: AbstractBaseUser | None, seed: int | None = None, summary: str = ""
+) -> dict[str, Any]:
+    """Assign raters to conversations a growing study just added (an active sampling batch).
+
+    The same balanced design as :func:`study_assign` (k raters each, the study's composition),
+    starting from the raters' current loads so the study stays balanced batch after batch; each
+    rater's new conversations go after the ones they hold, in an order randomised from the seed.
+    """
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    members = _active_raters(study)
+    if not members:
+        raise AnnotationError("add raters before assigning")
+    seed = int(seed if seed is not None else secrets.randbelow(2**31))
+    try:
+        plan = plan_assignments(
+            list(conversation_ids), [RaterSlot(m.user_id, m.rater_label) for m in members],
+            k=study.raters_per_conversation, composition=study.composition or None, seed=seed,
+            initial_load=dict(_loads(study)),
+        )
+    except AssignmentDesignError as exc:
+        raise AnnotationError(str(exc)) from exc
+    rows = []
+    for member in members:
+        start = _next_position(study, member.user_id)
+        for offset, cid in enumerate(plan.orders.get(member.user_id, [])):
+            rows.append(Assignment(study=study, conversation_id=cid, rater_id=member.user_id, position=start + offset))
+    Assignment.objects.bulk_create(rows)
+    if study.assignment_seed is None:
+        study.assignment_seed = seed
+        study.save(update_fields=["assignment_seed"])
+    study_event(
+        study=study, actor=actor, action="assigned", seed=seed, n_assignments=len(rows),
+        load={str(k): v for k, v in plan.load.items()}, summary=summary or f"{len(conversation_ids)} conversations added",
+    )
+    return {"seed": seed, "n_assignments": len(rows), "load": plan.load}

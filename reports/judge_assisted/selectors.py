@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Max, Sum
 from django.http import Http404
 
-from annotation.models import ConsensusLabel, SamplingPlan, Study
+from annotation.models import ActivePlan, ConsensusLabel, SamplingPlan, Study
 from corpus.models import InstrumentKind, Item, Scale
 from judging.models import EnsembleLabel, JudgeLabel, JudgeRun
 from judging.sources import run_conversations
@@ -74,6 +74,11 @@ def study_plan(study: Study) -> StudyPlan:
         )
     )
     return StudyPlan(plan, probs)
+
+
+def study_is_active(study: Study) -> bool:
+    """Return whether the study's conversations were drawn by active sampling."""
+    return ActivePlan.objects.filter(study=study).exists()
 
 
 def same_population(run_a: JudgeRun, run_b: JudgeRun) -> bool:

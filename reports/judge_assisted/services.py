@@ -104,6 +104,13 @@ def estimation_weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of
     """
     judged = list(chatbot_of)
     plan = selectors.study_plan(study)
+    if plan.plan is None and selectors.study_is_active(study):
+        return Weights(None, None, (
+            "This study was drawn by active sampling (batches whose chances followed the judges' uncertainty): PPI "
+            "here treats its rated conversations as a simple random sample and can be biased towards the conversations "
+            "the judges found hard. Its active sampling page gives the estimate that undoes how they were drawn "
+            "(active inference, Zrnic & Candès 2024)."
+        ))
     if plan.plan is None:
         return Weights(None, None, (
             "This study has no recorded sampling plan: its rated conversations are treated as a simple random "

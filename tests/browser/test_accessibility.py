@@ -7,7 +7,7 @@ nobody adds here fails the coverage check.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -26,6 +26,7 @@ from simulation.models import SimulationBatch
 from simulation.prompts import prompt_templates_ensure_builtin
 from tests.annotation.rater_setup import answer_everything, flow_instrument
 from tests.browser.conftest import check_a11y
+from tests.support.active_study import active_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,6 +75,9 @@ NOT_PAGES = {
     "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
     # The benchmark leaderboard (issue 23).
     "reports:leaderboard-csv": "file download", "reports:run-leaderboard-csv": "file download",
+    # Active sampling (issue 23, i23active).
+    "annotation:study-active-next": "POST action (the next-batch button on the active sampling page)",
+    "annotation:study-active-csv": "file download", "annotation:study-active-estimates-csv": "file download",
 }
 
 
@@ -270,6 +274,7 @@ def site_visits() -> list[Visit]:
         visits.append(("simulation:batch-detail", "researcher", reverse("simulation:batch-detail", args=[batch.code])))
     else:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
+    visits += _active_visits(users_by_name())
     disputed = states.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
     assert disputed is not None, "the two submitted ratings of the states study should leave an item to adjudicate"
     adjudication = reverse("annotation:study-adjudication", args=[states.pk])
@@ -278,6 +283,21 @@ def site_visits() -> list[Visit]:
         Visit("api-docs", "researcher", reverse("api-docs")),
         # The home page and the menu differ by role.
         *(Visit("home", user, reverse("home"), f"as {user}") for user in ("clinician", "coordinator", "admin")),
+    ]
+
+
+def users_by_name() -> dict[str, Any]:
+    return {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
+
+
+def _active_visits(users: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return the active sampling pages: the new-study form on a three-judge run, a study mid-way (issue 23)."""
+    demo = list(Conversation.objects.filter(is_demo=True).order_by("id"))
+    study = active_study(users["coordinator"], [users["clinician2"]], demo, budget=8, batch_size=4, prefix="axe")
+    run_id = study.active_plan.judge_run_id
+    return [
+        ("annotation:study-create-active", "coordinator", reverse("annotation:study-create-active") + f"?run={run_id}"),
+        ("annotation:study-active", "coordinator", reverse("annotation:study-active", args=[study.pk])),
     ]
 
 

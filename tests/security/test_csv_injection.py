@@ -115,9 +115,21 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
     split_make(study=study, actor=coordinator, n_test=1, seed=1)
     declaration, _ = final_declare(study=study, run=run, source="", actor=researcher, note=PAYLOADS[0])
     look, _ = test_set_evaluate(study=study, declaration=declaration, actor=researcher)
+    from annotation.sampling.active.services import ActiveOptions, active_study_create
+    from corpus.models import Conversation
+    from tests.support.active_study import active_run
+
+    active_from, _ = active_run(list(Conversation.objects.filter(study_links__study=study)), prefix="csv")
+    active = active_study_create(
+        run=active_from, source_key=None, options=ActiveOptions(budget=2, batch_size=2, target_width=0.1, seed=1),
+        created_by=coordinator, name="Active", section=None, coordinators=[coordinator], raters=[(clinician, "clinician")],
+        raters_per_conversation=1,
+    )
     urls = {
         "reports:development-csv": [f"/reports/studies/{study.pk}/development/{t}.csv" for t in ("split", "versions", "looks")],
         "reports:development-look-csv": [f"/reports/studies/{study.pk}/development/looks/{look.pk}.csv"],
+        "annotation:study-active-csv": [f"/studies/{active.pk}/active-sampling.csv"],
+        "annotation:study-active-estimates-csv": [f"/studies/{active.pk}/active-estimates.csv"],
         "corpus:conversation-export": ["/corpus/conversations/export.csv"],
         "v1:conversation-export (API)": ["/api/v1/conversations/export/?as=csv"],
         "judging:run-export": [f"/judging/runs/{run.pk}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
