@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from celery import current_app
+from kombu import pools
 
 from tests.support.fake_llm import FakeLLM
 
@@ -26,10 +27,14 @@ def closed_port() -> int:
 
 
 def _drop_connections() -> None:
-    """Forget Celery's pooled broker connections so the next publish connects to the URL set now."""
-    if current_app._pool is not None:
-        current_app._pool.force_close_all()
-        current_app._pool = None
+    """Forget Celery's pooled broker connections so the next publish connects to the URL set now.
+
+    The app's pools are entries of kombu's process-wide pool groups, keyed by broker URL: closing
+    one and leaving it there hands the closed pool back to the next publish to that URL ("Acquire
+    on closed pool" once the URL is restored). ``pools.reset`` closes them and empties the groups.
+    """
+    pools.reset()
+    current_app._pool = None
     current_app.amqp._producer_pool = None
 
 
