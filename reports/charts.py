@@ -24,6 +24,29 @@ def _label(value: float, unit: str) -> str:
     return f"{value:.0f}{unit}"
 
 
+def _scorecard_rows(data: dict[str, Any]) -> tuple[list[dict[str, Any]], str, str, float, str]:
+    """Return the chart's rows, its category and value keys, the scale and the unit."""
+    if data.get("kind") == "checklist":
+        return data.get("by_chatbot_persona") or [], "persona", "mean_score", 100.0, "%"
+    return data.get("by_chatbot_dimension") or [], "dimension", "score", 1.0, ""
+
+
+def scorecard_no_interval(data: dict[str, Any]) -> list[str]:
+    """Return, in words, each scored bar of the scorecard's chart that has no interval, and why.
+
+    A bar scored on one conversation, or on conversations that all scored the same, has no
+    interval to draw: it is said here and drawn without a whisker, never as a zero-width one.
+    """
+    if data.get("empty"):
+        return []
+    rows, x, y, _scale, _unit = _scorecard_rows(data)
+    return [
+        f"{row['chatbot']} · {row[x]}: {row.get('ci_note') or 'too few conversations'}"
+        for row in rows
+        if row.get(y) is not None and (row.get("ci_low") is None or row.get("ci_high") is None)
+    ]
+
+
 def scorecard_chart(data: dict[str, Any]) -> str | None:
     """Return the scorecard's chart as JSON: percent for AMHART, 0-100 points for VERA-MH.
 
@@ -33,13 +56,10 @@ def scorecard_chart(data: dict[str, Any]) -> str | None:
     """
     if data.get("empty"):
         return None
+    rows, x, y, scale, unit = _scorecard_rows(data)
     if data.get("kind") == "checklist":
-        rows = data.get("by_chatbot_persona") or []
-        x, y, scale, unit = "persona", "mean_score", 100.0, "%"
         axes = {"x": "Persona", "y": "Mean score (% yes of yes + no)"}
     else:
-        rows = data.get("by_chatbot_dimension") or []
-        x, y, scale, unit = "dimension", "score", 1.0, ""
         axes = {"x": "Dimension", "y": "VERA-MH score (0–100)"}
     if not rows:
         return None
@@ -58,8 +78,10 @@ def scorecard_chart(data: dict[str, Any]) -> str | None:
             low = _clip(None if row.get("ci_low") is None else row["ci_low"] * scale, 0.0, 100.0)
             high = _clip(None if row.get("ci_high") is None else row["ci_high"] * scale, 0.0, 100.0)
             values.append(value)
-            plus.append(None if value is None or high is None else max(high - value, 0.0))
-            minus.append(None if value is None or low is None else max(value - low, 0.0))
+            # No interval: null, which the page turns into NaN so plotly draws no whisker (a
+            # null would read as 0 and draw a zero-width cap, a collapsed interval drawn).
+            plus.append(None if value is None or low is None or high is None else max(high - value, 0.0))
+            minus.append(None if value is None or low is None or high is None else max(value - low, 0.0))
             text.append(_label(value, unit) if value == 0 else "")
             n = row.get("n_scored", row.get("n_labels"))
             if value is None:

@@ -15,7 +15,7 @@ from core.csvstream import csv_response
 from core.permissions import roles_required
 from core.roles import Role
 from reports import jobs, selectors, services
-from reports.charts import scorecard_chart
+from reports.charts import scorecard_chart, scorecard_no_interval
 from reports.reliability import reliability_csv as reliability_csv_rows
 from reports.verdict_views import verdict_context
 
@@ -160,7 +160,7 @@ def scorecard(request: HttpRequest, pk: int) -> HttpResponse:
                "consensus": consensus_summary(study)}
     if data.get("pending"):
         return _pending(request, "reports/scorecard.html", context)
-    return render(request, "reports/scorecard.html", {**context, "chart": _score_chart(data), "sections": _score_sections(data)})
+    return render(request, "reports/scorecard.html", {**context, "chart": _score_chart(data), "no_interval": scorecard_no_interval(data), "sections": _score_sections(data)})
 
 
 @roles_required(*REPORT_ROLES)
@@ -249,7 +249,7 @@ def run_scorecard(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "reports/scorecard.html",
-        {**context, "chart": _score_chart(data), "sections": _score_sections(data), "regression": regression,
+        {**context, "chart": _score_chart(data), "no_interval": scorecard_no_interval(data), "sections": _score_sections(data), "regression": regression,
          "regression_method": method, "regression_query": urlencode({**query, "regression": method}), "regression_other": other},
     )
 

@@ -117,6 +117,12 @@ def test_charts_read_titled_axes_intervals_and_missing_shown_as_missing(page, au
     page.goto(f"/reports/studies/{study.pk}/scorecard/")
     _axes_titled(page, "#score-chart")
     assert page.locator("#score-chart .errorbar").count() > 0  # intervals on the bars
+    # A whisker for each bar with an interval, none for a bar without (never a zero-width cap).
+    with_interval = page.evaluate(
+        "() => JSON.parse(JSON.parse(document.getElementById('chart-data').textContent)).traces"
+        ".filter(t => t.error_y).reduce((n, t) => n + t.error_y.array.filter(v => v !== null).length, 0)"
+    )
+    assert page.locator("#score-chart path.yerror").count() == with_interval
     chart_text = page.locator("#score-chart").text_content()
     assert "missing" in chart_text and "0%" in chart_text
     scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(s => s.includes('plotly'))")

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 
 from corpus.models import Conversation, Persona
 from reports import services
-from reports.charts import scorecard_chart
+from reports.charts import scorecard_chart, scorecard_no_interval
 from stats.scorecard import mean_interval
 from tests.conftest import client_for
 from tests.support.report_study import build_report_study
@@ -128,3 +128,20 @@ def test_the_reliability_page_dates_its_computation_for_the_readers_locale(small
     page = client_for(small.coordinator).get(f"/reports/studies/{small.study.pk}/reliability/").content.decode()
     computed = page.split("Computed ")[1][:120]
     assert computed.startswith('<time datetime="') and 'data-local="seconds"' in computed
+
+
+def test_a_bar_without_an_interval_gets_no_whisker_and_says_why_in_words():
+    rows = [
+        {"chatbot": "A", "persona": "p1", "mean_score": 0.75, "ci_low": None, "ci_high": None, "n_scored": 2,
+         "ci_note": "all 2 conversations scored the same: no spread to estimate an interval from"},
+        {"chatbot": "A", "persona": "p2", "mean_score": 0.5, "ci_low": None, "ci_high": None, "n_scored": 1,
+         "ci_note": "fewer than two scored conversations: no interval"},
+        {"chatbot": "A", "persona": "p3", "mean_score": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n_scored": 5},
+        {"chatbot": "A", "persona": "p4", "mean_score": None, "ci_low": None, "ci_high": None, "n_scored": 0},
+    ]
+    trace = next(t for t in json.loads(scorecard_chart(_card(rows)))["traces"] if t["name"] == "A")
+    assert trace["error_y"]["array"][:2] == [None, None] and trace["error_y"]["arrayminus"][:2] == [None, None]
+    assert trace["error_y"]["array"][2] == pytest.approx(10.0)
+    words = scorecard_no_interval(_card(rows))
+    assert words == ["A · p1: all 2 conversations scored the same: no spread to estimate an interval from",
+                     "A · p2: fewer than two scored conversations: no interval"]  # a missing bar is said elsewhere
