@@ -27,8 +27,9 @@ from reports.models import ReportCache, ReportStatus
 
 # Bump when a payload's shape or meaning changes: cached payloads of an older format are recomputed.
 # 4: scorecard intervals (ci_low/ci_high), the realism page's perceived levels, and every payload's
-# methods paragraph (``methods``, reports.methods).
-PAYLOAD_FORMAT = 4
+# methods paragraph (``methods``, reports.methods). 5: the leaderboard's headline is humans only
+# when no judge-assisted estimate can be made.
+PAYLOAD_FORMAT = 5
 # A claim older than this is taken over (its worker died before acks_late redelivered it).
 STALE_AFTER = timedelta(minutes=15)
 # A failed computation is shown with its error; asked for again after this, it is retried.

@@ -216,6 +216,12 @@ def finish(payload: dict[str, Any], records: list[Record], ctx: Context, progres
         progress(0.1 + 0.85 * n / max(1, len(strata)), f"comparing the chatbots ({key})")
         tables += _tables(key, rs, ctx)
     payload["tables"] = tables
+    if payload["headline"] == "ppi" and "human_only" in ctx.methods and not any(
+        s["estimate"] is not None for t in tables if t["stratum"] == "all" and t["method"] == "ppi" for s in t["scores"]
+    ):
+        # Every judged conversation rated (or PPI undefined for every chatbot): the judges add
+        # nothing, so the page opens on the humans-only comparison rather than an empty one.
+        payload["headline"] = "human_only"
     no_cluster = sum(1 for r in records if r.cluster(ctx.flow) is None)
     if no_cluster:
         what = "persona" if ctx.flow else "persona or repetition index"

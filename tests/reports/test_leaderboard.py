@@ -287,3 +287,16 @@ def test_a_study_with_no_consensus_yet_shows_the_judges_alone_and_says_so(db, co
     assert pair["decision"] == "cannot_decide" and "only 6 persona × repetition cells" in pair["verdict"]
     page = client_for(coordinator).get(f"/reports/studies/{study.pk}/leaderboard/?run={run.pk}").content.decode()
     assert "cannot decide yet: only 6 persona × repetition cells" in page
+
+
+def test_a_study_whose_judged_conversations_were_all_rated_opens_on_the_humans_only_comparison(vera, coordinator):
+    # Judge-assisted estimates need judged conversations nobody rated: with none, the judges add
+    # nothing and PPI cannot be estimated, so the page opens on what can (the demo study's case).
+    study, rated, judge = vera["study"], vera["rated"], vera["judge"]
+    instrument = study.instrument
+    run = judged_run(instrument, judges_for(instrument, ["flow-c"]), rated, lambda j, c: judge[c.pk])
+    data = study_leaderboard(study=study, run=run)
+    assert all(s["estimate"] is None for s in _table(data, "all", "ppi")["scores"])
+    assert data["headline"] == "human_only"
+    page = client_for(coordinator).get(f"/reports/studies/{study.pk}/leaderboard/?run={run.pk}").content.decode()
+    assert '<option value="human_only" selected>' in page
