@@ -207,61 +207,65 @@ def study_export_zip(*, study: Study) -> bytes:
     import io
     import zipfile
 
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        write_study_export(archive, study=study)
+    return buffer.getvalue()
+
+
+def write_study_export(archive: Any, *, study: Study) -> None:
+    """Write the study zip's files into an open ``zipfile.ZipFile`` (the study zip, and the publication bundle's core)."""
     from core.csvstream import csv_text
     from judging.exports import export_csv
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+        archive.writestr(name, csv_text(header, rows))
 
-        def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
-            archive.writestr(name, csv_text(header, rows))
-
-        write(
-            "ratings_long.csv",
-            ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
-            selectors.study_ratings_export_rows(study),
-        )
-        consensus_header, consensus_rows = consensus_csv_rows(study)
-        write("consensus.csv", ["unit", *consensus_header[1:]], consensus_rows)
-        summary = consensus_summary(study)
-        runs = selectors.judge_runs_for_study(study)
-        archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
-        archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
-        archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
-        reliability = study_reliability(study=study)
-        write("reliability.csv", *reliability_csv(reliability))
-        inputs = reliability_inputs(study, reliability)
-        for name, rows, _ in inputs:
-            write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
-        card = study_scorecard(study=study)
-        for table, records in card.items():
-            if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
-                header = list(dict.fromkeys(k for r in records for k in r))
-                write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
-        archive.writestr(
-            "README.txt",
-            f"evalsite export of study {study.pk}: {study.name}\n"
-            f"Instrument: {study.instrument} | section: {study.section}\n"
-            "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
-            "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
-            f"  {summary.total} item labels: "
-            + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)
-            + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
-            f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
-            "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
-            f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
-            f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
-            + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
-                      for name, _, command in inputs)
-            + "METHODS.md: a methods paragraph for each report of the study (what was computed, from the report's own figures), "
-            "with references, ready for the methods section of a paper.\n"
-            + "scores_*.csv: scorecard tables computed from the human consensus "
-            "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
-            + f"  {(card.get('weighting') or {}).get('note', '')}\n"
-            + _coverage_line(card),
-        )
-        archive.writestr("METHODS.md", study_methods(study=study, reliability=reliability, scorecard=card))
-    return buffer.getvalue()
+    write(
+        "ratings_long.csv",
+        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
+        selectors.study_ratings_export_rows(study),
+    )
+    consensus_header, consensus_rows = consensus_csv_rows(study)
+    write("consensus.csv", ["unit", *consensus_header[1:]], consensus_rows)
+    summary = consensus_summary(study)
+    runs = selectors.judge_runs_for_study(study)
+    archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
+    archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
+    archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
+    reliability = study_reliability(study=study)
+    write("reliability.csv", *reliability_csv(reliability))
+    inputs = reliability_inputs(study, reliability)
+    for name, rows, _ in inputs:
+        write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
+    card = study_scorecard(study=study)
+    for table, records in card.items():
+        if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
+            header = list(dict.fromkeys(k for r in records for k in r))
+            write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
+    archive.writestr(
+        "README.txt",
+        f"evalsite export of study {study.pk}: {study.name}\n"
+        f"Instrument: {study.instrument} | section: {study.section}\n"
+        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
+        "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
+        f"  {summary.total} item labels: "
+        + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)
+        + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
+        f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
+        "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
+        f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
+        f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
+        + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
+                  for name, _, command in inputs)
+        + "METHODS.md: a methods paragraph for each report of the study (what was computed, from the report's own figures), "
+        "with references, ready for the methods section of a paper.\n"
+        + "scores_*.csv: scorecard tables computed from the human consensus "
+        "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
+        + f"  {(card.get('weighting') or {}).get('note', '')}\n"
+        + _coverage_line(card),
+    )
+    archive.writestr("METHODS.md", study_methods(study=study, reliability=reliability, scorecard=card))
 
 
 NA_WORDS = {"category": "N/A as a category", "exclude": "N/A excluded"}
