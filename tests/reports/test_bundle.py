@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import zipfile
 
 import pytest
 from django.core.management import call_command
@@ -13,6 +15,10 @@ from corpus.models import Conversation, Instrument
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.figures import figure_differences, study_figures
 from reports.bundle.importer import bundle_import
+
+# Each test starts from an empty database (a fresh one, as a bundle's reader has): the demo is seeded once, exported,
+# and the database emptied again (``demo_bundle``).
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +39,6 @@ def _fresh_import(data: bytes):  # type: ignore[no-untyped-def]
     return bundle_import(data=data, file="bundle.zip")
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_fresh_database_rebuilds_the_demo_study_figure_for_figure(demo_bundle):
     data, before = demo_bundle[DEMO_STUDY]
     result = _fresh_import(data)
@@ -44,7 +49,6 @@ def test_a_fresh_database_rebuilds_the_demo_study_figure_for_figure(demo_bundle)
 
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_fresh_database_rebuilds_a_sampled_study_with_its_weights(demo_bundle):
     """The validation sample: Hájek weights from its sampling plan, a judge run wider than the study, open work."""
     data, before = demo_bundle[PLAN_STUDY]
@@ -109,7 +113,6 @@ def _rejected(data: bytes) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_file_changed_after_the_bundle_was_made_is_refused_by_its_checksum(demo_bundle):
     data, _ = demo_bundle[DEMO_STUDY]
     consensus = _read(data, "consensus.csv").replace(",yes,unanimous,", ",no,unanimous,", 1).encode()
@@ -118,7 +121,6 @@ def test_a_file_changed_after_the_bundle_was_made_is_refused_by_its_checksum(dem
     assert "differs from the manifest" in problems[0]
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_missing_file_and_an_unlisted_file_are_named(demo_bundle):
     data, _ = demo_bundle[DEMO_STUDY]
     problems = _rejected(_rewrite(data, {"assignments.csv": None, "extra.csv": b"unit\n"}, fix_manifest=False))
@@ -126,7 +128,6 @@ def test_a_missing_file_and_an_unlisted_file_are_named(demo_bundle):
                         "extra.csv: not listed in the manifest (no checksum): added after the bundle was made?"]
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_wrong_column_is_named_with_its_file_and_nothing_is_imported(demo_bundle):
     data, _ = demo_bundle[DEMO_STUDY]
     consensus = _read(data, "consensus.csv").replace("provenance", "how", 1).encode()
@@ -136,7 +137,6 @@ def test_a_wrong_column_is_named_with_its_file_and_nothing_is_imported(demo_bund
                         "disagreement,adjudicated_by,reason"]
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_bad_label_deep_in_the_ratings_is_named_by_line_and_column_and_rolls_everything_back(demo_bundle):
     """The conversations and instruments were already written when the ratings are read: all of it is undone."""
     data, _ = demo_bundle[DEMO_STUDY]
@@ -147,3 +147,54 @@ def test_a_bad_label_deep_in_the_ratings_is_named_by_line_and_column_and_rolls_e
     assert len(problems) == 1
     assert problems[0].startswith(f"ratings_long.csv, line {number + 1}, column"), problems
     assert "maybe" in problems[0]
+
+
+def _stats_bundle(path, *args: str):  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])  # the checkout's `stats`, run from elsewhere: no app, no database
+    return subprocess.run([sys.executable, "-m", "stats", "bundle", str(path), *args], capture_output=True, text=True,
+                          cwd=path.parent, env={**os.environ, "PYTHONPATH": root})
+
+
+COEFFICIENTS = ("percent_agreement", "fleiss_kappa", "cohen_kappa_mean", "krippendorff_alpha", "gwet_ac1")
+
+
+def test_python_m_stats_reproduces_the_reliability_figures_from_the_bundles_files_alone(demo_bundle, tmp_path):
+    data, before = demo_bundle[DEMO_STUDY]
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(data)
+    done = _stats_bundle(path, "--json")
+    assert done.returncode == 0, done.stderr
+    reports = list(json.loads(done.stdout)["reports"].values())
+    groups = before["reliability"]["main"]["groups"]
+    assert len(reports) == len(groups) >= 1
+    checked = 0
+    for report, group in zip(reports, groups, strict=True):
+        for name in COEFFICIENTS:
+            assert round(report["pooled"][name], 4) == round(group["pooled"][name], 4), name
+            if f"{name}_ci" in group["pooled"]:
+                assert [round(x, 4) for x in report["pooled"][f"{name}_ci"]] == [round(x, 4) for x in group["pooled"][f"{name}_ci"]]
+        for item, figures in report["items"].items():
+            page = before["reliability"]["main"]["items"][item]
+            for name in COEFFICIENTS:
+                if figures[name] is None:
+                    assert page[name] is None
+                    continue
+                assert round(figures[name], 4) == round(page[name], 4), (item, name)
+                checked += 1
+    assert checked >= 20
+
+
+def test_python_m_stats_refuses_a_bundle_whose_ratings_were_changed(demo_bundle, tmp_path):
+    data, _ = demo_bundle[DEMO_STUDY]
+    name = "reliability_ratings.csv" if "reliability_ratings.csv" in zipfile.ZipFile(io.BytesIO(data)).namelist() else "reliability_ratings_1.csv"
+    text = _read(data, name)
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(_rewrite(data, {name: text.replace(",yes", ",no", 1).encode()}, fix_manifest=False))
+    done = _stats_bundle(path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {name}: its SHA-256 differs from the manifest's: the file was changed after the bundle was made"
