@@ -68,8 +68,12 @@ class ConversationLink:
 def study_restore(
     *, name: str, description: str, instrument: Instrument, section: Instrument | None, settings: dict[str, Any],
     links: list[ConversationLink], selection: dict[str, Any], created_by: AbstractBaseUser | None, source: str,
+    coordinators: list[Any] = (),  # type: ignore[assignment]
 ) -> Study:
-    """Create the study of a bundle with its settings and its conversations' design; no raters (they are external)."""
+    """Create the study of a bundle with its settings and its conversations' design; no raters (they are external).
+
+    ``coordinators``: who manages (and may read the reports of) the rebuilt study.
+    """
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:
         raise AnnotationError(f"unknown study setting(s): {', '.join(unknown)}")
@@ -78,7 +82,7 @@ def study_restore(
     create_policy = TiePolicy.ADJUDICATION if tie_policy == TiePolicy.SENIOR else tie_policy
     study = study_create(
         name=name, description=description, instrument=instrument, section=section,
-        conversation_ids=[link.conversation_id for link in links], created_by=created_by,
+        conversation_ids=[link.conversation_id for link in links], created_by=created_by, coordinators=list(coordinators),
         raters_per_conversation=int(settings.get("raters_per_conversation", 2)),
         min_ratings_for_consensus=settings.get("min_ratings_for_consensus"), tie_policy=create_policy,
         reliability_threshold=float(settings.get("reliability_threshold", 0.5)), selection=selection,

@@ -195,15 +195,17 @@ def _service(call: Any, file: str) -> Any:
         raise ImportRejected([Problem(str(exc), file)]) from exc
 
 
-def bundle_import(*, data: bytes, file: str, actor: AbstractBaseUser | None = None, dry_run: bool = False) -> BundleImportResult:
+def bundle_import(*, data: bytes, file: str, actor: AbstractBaseUser | None = None, dry_run: bool = False,
+                  coordinators: list[Any] = ()) -> BundleImportResult:  # type: ignore[assignment]
     """Rebuild the study of a publication bundle; all or nothing (``ImportRejected`` lists the problems).
 
+    ``coordinators`` manage the rebuilt study (the API passes the coordinator who imports it).
     ``dry_run`` does everything, then rolls it back: what would be imported, checked the whole way.
     """
     bundle = _Bundle(data, file)
     try:
         with transaction.atomic():
-            result = _import(bundle, actor)
+            result = _import(bundle, actor, list(coordinators))
             if dry_run:
                 raise _DryRun(BundleImportResult(result.study, result.n_conversations, result.n_ratings,
                                                  result.n_consensus, result.runs, dry_run=True))
@@ -212,7 +214,7 @@ def bundle_import(*, data: bytes, file: str, actor: AbstractBaseUser | None = No
     return result
 
 
-def _import(bundle: _Bundle, actor: AbstractBaseUser | None) -> BundleImportResult:
+def _import(bundle: _Bundle, actor: AbstractBaseUser | None, coordinators: list[Any]) -> BundleImportResult:
     document = bundle.json(layout.STUDY)
     instruments: dict[str, Instrument] = {}
     for name in sorted(n for n in bundle.texts if n.startswith("instruments/")):
@@ -246,7 +248,7 @@ def _import(bundle: _Bundle, actor: AbstractBaseUser | None) -> BundleImportResu
     study = _service(lambda: study_restore(
         name=str(document.get("name") or "Imported study"), description=str(document.get("description") or ""),
         instrument=main, section=instrument(document.get("section"), "section"), settings=document.get("settings") or {},
-        links=links, selection=document.get("selection") or {}, created_by=actor, source=bundle.file,
+        links=links, selection=document.get("selection") or {}, created_by=actor, source=bundle.file, coordinators=coordinators,
     ), layout.STUDY)
     n_ratings = _ratings(bundle, study, actor)
     n_consensus = _consensus(bundle, study)

@@ -198,3 +198,73 @@ def test_python_m_stats_refuses_a_bundle_whose_ratings_were_changed(demo_bundle,
     done = _stats_bundle(path)
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {name}: its SHA-256 differs from the manifest's: the file was changed after the bundle was made"
+
+
+def test_the_page_link_the_api_and_the_commands_give_and_take_the_bundle(demo_bundle, tmp_path):
+    """Researchers and coordinators of a study download it (page and API); an outsider gets 404/403; a coordinator
+    imports one by the API and manages the study it rebuilds; ``export_bundle`` / ``import_bundle`` do the same."""
+    from core.roles import Role
+    from tests.conftest import client_for, make_user
+
+    data, before = demo_bundle[DEMO_STUDY]
+    cora = make_user("cora", Role.COORDINATOR)
+    outsider = make_user("otto")
+    researcher = make_user("remy", Role.RESEARCHER)
+    with io.BytesIO(data) as upload:
+        upload.name = "bundle.zip"
+        answer = client_for(researcher).post("/api/v1/imports/bundle/", {"file": upload})
+    assert answer.status_code == 403  # a researcher does not create studies
+    with io.BytesIO(data) as upload:
+        upload.name = "bundle.zip"
+        answer = client_for(cora).post("/api/v1/imports/bundle/", {"file": upload, "dry_run": "true"})
+    assert answer.status_code == 200 and answer.json()["dry_run"] is True
+    assert not Study.objects.exists()
+    with io.BytesIO(data) as upload:
+        upload.name = "bundle.zip"
+        answer = client_for(cora).post("/api/v1/imports/bundle/", {"file": upload})
+    assert answer.status_code == 200, answer.content
+    study = Study.objects.get(pk=answer.json()["study"])
+    index = client_for(cora).get("/reports/").content.decode()
+    assert f"/reports/studies/{study.pk}/bundle.zip" in index
+    page = client_for(cora).get(f"/reports/studies/{study.pk}/bundle.zip")
+    assert page.status_code == 200 and page["Content-Type"] == "application/zip"
+    api = client_for(cora).get(f"/api/v1/reports/studies/{study.pk}/bundle/")
+    assert api.status_code == 200
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(api.content)).read("manifest.json"))
+    assert manifest["app"] == "evalsite" and manifest["app_version"] and manifest["bundle_format"] == 1
+    assert client_for(outsider).get(f"/reports/studies/{study.pk}/bundle.zip").status_code == 404
+    assert client_for(outsider).get(f"/api/v1/reports/studies/{study.pk}/bundle/").status_code == 403
+    assert client_for(researcher).get(f"/reports/studies/{study.pk}/bundle.zip").status_code == 404  # not a member
+    path = tmp_path / "again.zip"
+    call_command("export_bundle", str(study.pk), "-o", str(path), stdout=io.StringIO())
+    bad = _rewrite(path.read_bytes(), {"assignments.csv": None}, fix_manifest=False)
+    (tmp_path / "bad.zip").write_bytes(bad)
+    from django.core.management import CommandError
+
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_bundle", str(tmp_path / "bad.zip"), stdout=io.StringIO(), stderr=err)
+    assert "assignments.csv: listed in the manifest but missing from the bundle" in err.getvalue()
+    assert Study.objects.count() == 1
+    # The re-exported bundle of the rebuilt study has the same figures again: export, import, export is stable.
+    again = json.loads(zipfile.ZipFile(io.BytesIO(path.read_bytes())).read("figures/reliability.json"))
+    assert figure_differences({"reliability": before["reliability"]}, {"reliability": again}) == []
+
+
+def test_the_vera_mh_layout_reads_back_to_the_same_messages(demo_bundle):
+    """The transcripts in VERA-MH's published layout parse with the app's own VERA-MH reader to the JSONL's messages."""
+    from corpus.conversations.formats import read_vera_files
+
+    data, _ = demo_bundle[DEMO_STUDY]
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    files = [(name.removeprefix("transcripts/vera-mh/"), archive.read(name).decode()) for name in archive.namelist()
+             if name.startswith("transcripts/vera-mh/") and name.endswith(".txt")]
+    records, problems = read_vera_files(files)
+    assert problems == []
+    index = {row.split(",")[0]: row.split(",")[1] for row in _read(data, "transcripts/vera-mh/index.csv").splitlines()[1:]}
+    jsonl = {json.loads(line)["metadata"]["evalsite_code"]: json.loads(line) for line in _read(data, "transcripts/conversations.jsonl").splitlines()}
+    assert len(records) == len(jsonl) == 36
+    for record in records:
+        original = jsonl[index[record.file]]
+        assert record.messages == [(m["role"], m["content"].strip()) for m in original["messages"] if m["role"] != "system"]
+        assert record.target_model == original["target"]["model"].replace("/", "-")
