@@ -271,7 +271,8 @@ def write_study_export(archive: Any, *, study: Study) -> None:
 NA_WORDS = {"category": "N/A as a category", "exclude": "N/A excluded"}
 
 
-def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, scorecard: dict[str, Any] | None = None) -> str:
+def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, scorecard: dict[str, Any] | None = None,
+                  extra: list[tuple[str, dict[str, Any]]] = ()) -> str:  # type: ignore[assignment]
     """Return METHODS.md: the methods paragraph of each of the study's reports (``reports.methods``).
 
     Reliability (the study's N/A policy, as in reliability.csv), the scorecard, realism (with a
@@ -279,7 +280,12 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
     judges vs humans and the judge-assisted scores, computed if need be. Other judge runs and
     N/A policies are included when a page computed them at the current data, and listed as not
     included otherwise (computing every run's bootstrap for a download would take minutes).
+    ``extra``: more (heading, methods) sections, after rater drift (the publication bundle adds the
+    judge development split's).
     """
+    from annotation.models import ActivePlan
+    from annotation.sampling.active.methods import active_methods
+    from annotation.sampling.active.selectors import active_state
     from judging.errors import JudgingError
     from reports.judge_assisted import selectors as assisted_reads
     from reports.judge_assisted.services import judge_assisted_scorecard
@@ -307,6 +313,10 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             elif na == "category":
                 missing.append(f"{heading}: not computed since the data last changed; open "
                                f"/reports/studies/{study.pk}/judges/?run={run_id} and download the zip again.")
+    sections += list(extra)
+    active = ActivePlan.objects.filter(study=study).first()
+    if active is not None:
+        sections.append(("Active sampling for human review", active_methods(active_state(active))))
     default_run = assisted_reads.judge_run_for_study(study, None)
     if default_run is not None:
         try:

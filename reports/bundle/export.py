@@ -36,9 +36,11 @@ from corpus.personas.selectors import persona_set_spec_document
 from reports import selectors
 from reports.bundle import layout
 from reports.bundle.figures import figure_charts, study_figures
+from reports.devset.selectors import split_current
+from reports.devset.summary import methods_sentence
 from reports.methods.software import software_versions
 from reports.reliability import reliability_inputs
-from reports.services import study_reliability, write_study_export
+from reports.services import study_methods, study_reliability, write_study_export
 from stats.vera import DESIGN_COLUMNS, DIMENSION_COLUMNS, SECTION_COLUMNS
 
 
@@ -80,6 +82,10 @@ def study_bundle_zip(*, study: Study) -> bytes:
     def put(name: str, text: str) -> None:
         files[name] = text.encode("utf-8")
 
+    if split_current(study) is not None:
+        # The judge development split's paragraph joins the study zip's METHODS.md in the bundle.
+        files["METHODS.md"] = study_methods(
+            study=study, extra=[("Judge development with a locked test set", {"text": methods_sentence(study)})]).encode()
     conversations = bundle_conversations(study)
     _transcripts(conversations, put)
     for instrument in filter(None, (study.instrument, study.section)):
