@@ -13,6 +13,7 @@ from corpus.personas import api as personas_api
 from corpus.targets import api as targets_api
 from judging import api as judging_api
 from reports import api as reports_api
+from reports.bundle import api as bundle_api
 from simulation import api as simulation_api
 
 router = DefaultRouter()
@@ -38,6 +39,8 @@ api_v1 = [
     path("reports/studies/<int:pk>/reliability/", reports_api.StudyReliabilityView.as_view(), name="report-reliability"),
     path("reports/studies/<int:pk>/judges/", reports_api.StudyJudgesView.as_view(), name="report-judges"),
     path("reports/studies/<int:pk>/scorecard/", reports_api.StudyScorecardView.as_view(), name="report-scorecard"),
+    path("reports/studies/<int:pk>/bundle/", bundle_api.StudyBundleView.as_view(), name="report-bundle"),
+    path("imports/bundle/", bundle_api.BundleImportView.as_view(), name="import-bundle"),
     path("reports/runs/<int:pk>/scorecard/", reports_api.RunScorecardView.as_view(), name="report-run-scorecard"),
     path("reports/", include("reports.judge_assisted.api")),
     path("reports/", include("reports.drift.api")),

@@ -207,67 +207,72 @@ def study_export_zip(*, study: Study) -> bytes:
     import io
     import zipfile
 
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        write_study_export(archive, study=study)
+    return buffer.getvalue()
+
+
+def write_study_export(archive: Any, *, study: Study) -> None:
+    """Write the study zip's files into an open ``zipfile.ZipFile`` (the study zip, and the publication bundle's core)."""
     from core.csvstream import csv_text
     from judging.exports import export_csv
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+        archive.writestr(name, csv_text(header, rows))
 
-        def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
-            archive.writestr(name, csv_text(header, rows))
-
-        write(
-            "ratings_long.csv",
-            ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
-            selectors.study_ratings_export_rows(study),
-        )
-        consensus_header, consensus_rows = consensus_csv_rows(study)
-        write("consensus.csv", ["unit", *consensus_header[1:]], consensus_rows)
-        summary = consensus_summary(study)
-        runs = selectors.judge_runs_for_study(study)
-        archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
-        archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
-        archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
-        reliability = study_reliability(study=study)
-        write("reliability.csv", *reliability_csv(reliability))
-        inputs = reliability_inputs(study, reliability)
-        for name, rows, _ in inputs:
-            write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
-        card = study_scorecard(study=study)
-        for table, records in card.items():
-            if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
-                header = list(dict.fromkeys(k for r in records for k in r))
-                write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
-        archive.writestr(
-            "README.txt",
-            f"evalsite export of study {study.pk}: {study.name}\n"
-            f"Instrument: {study.instrument} | section: {study.section}\n"
-            "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
-            "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
-            f"  {summary.total} item labels: "
-            + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)
-            + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
-            f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
-            "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
-            f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
-            f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
-            + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
-                      for name, _, command in inputs)
-            + "METHODS.md: a methods paragraph for each report of the study (what was computed, from the report's own figures), "
-            "with references, ready for the methods section of a paper.\n"
-            + "scores_*.csv: scorecard tables computed from the human consensus "
-            "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
-            + f"  {(card.get('weighting') or {}).get('note', '')}\n"
-            + _coverage_line(card),
-        )
-        archive.writestr("METHODS.md", study_methods(study=study, reliability=reliability, scorecard=card))
-    return buffer.getvalue()
+    write(
+        "ratings_long.csv",
+        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
+        selectors.study_ratings_export_rows(study),
+    )
+    consensus_header, consensus_rows = consensus_csv_rows(study)
+    write("consensus.csv", ["unit", *consensus_header[1:]], consensus_rows)
+    summary = consensus_summary(study)
+    runs = selectors.judge_runs_for_study(study)
+    archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
+    archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
+    archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
+    reliability = study_reliability(study=study)
+    write("reliability.csv", *reliability_csv(reliability))
+    inputs = reliability_inputs(study, reliability)
+    for name, rows, _ in inputs:
+        write(name, ["unit", "rater", "item", "label"], [list(r) for r in rows])
+    card = study_scorecard(study=study)
+    for table, records in card.items():
+        if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
+            header = list(dict.fromkeys(k for r in records for k in r))
+            write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
+    archive.writestr(
+        "README.txt",
+        f"evalsite export of study {study.pk}: {study.name}\n"
+        f"Instrument: {study.instrument} | section: {study.section}\n"
+        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
+        "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
+        f"  {summary.total} item labels: "
+        + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)
+        + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
+        f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
+        "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
+        f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
+        f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
+        + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
+                  for name, _, command in inputs)
+        + "METHODS.md: a methods paragraph for each report of the study (what was computed, from the report's own figures), "
+        "with references, ready for the methods section of a paper.\n"
+        + "scores_*.csv: scorecard tables computed from the human consensus "
+        "(yes/no items scored; category and 1-5 items as distributions; free text listed).\n"
+        + f"  {(card.get('weighting') or {}).get('note', '')}\n"
+        + _coverage_line(card),
+    )
+    archive.writestr("METHODS.md", study_methods(study=study, reliability=reliability, scorecard=card))
 
 
 NA_WORDS = {"category": "N/A as a category", "exclude": "N/A excluded"}
 
 
-def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, scorecard: dict[str, Any] | None = None) -> str:
+def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, scorecard: dict[str, Any] | None = None,
+                  extra: list[tuple[str, dict[str, Any]]] = ()) -> str:  # type: ignore[assignment]
     """Return METHODS.md: the methods paragraph of each of the study's reports (``reports.methods``).
 
     Reliability (the study's N/A policy, as in reliability.csv), the scorecard, realism (with a
@@ -275,7 +280,12 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
     judges vs humans and the judge-assisted scores, computed if need be. Other judge runs and
     N/A policies are included when a page computed them at the current data, and listed as not
     included otherwise (computing every run's bootstrap for a download would take minutes).
+    ``extra``: more (heading, methods) sections, after rater drift (the publication bundle adds the
+    judge development split's).
     """
+    from annotation.models import ActivePlan
+    from annotation.sampling.active.methods import active_methods
+    from annotation.sampling.active.selectors import active_state
     from judging.errors import JudgingError
     from reports.judge_assisted import selectors as assisted_reads
     from reports.judge_assisted.services import judge_assisted_scorecard
@@ -303,6 +313,10 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             elif na == "category":
                 missing.append(f"{heading}: not computed since the data last changed; open "
                                f"/reports/studies/{study.pk}/judges/?run={run_id} and download the zip again.")
+    sections += list(extra)
+    active = ActivePlan.objects.filter(study=study).first()
+    if active is not None:
+        sections.append(("Active sampling for human review", active_methods(active_state(active))))
     default_run = assisted_reads.judge_run_for_study(study, None)
     if default_run is not None:
         try:

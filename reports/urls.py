@@ -1,6 +1,7 @@
 from django.urls import include, path
 
 from reports import verdict_views, views
+from reports.bundle import views as bundle_views
 
 app_name = "reports"
 
@@ -17,6 +18,7 @@ urlpatterns = [
     path("studies/<int:pk>/judges/epsilon/", verdict_views.judges_epsilon, name="judges-epsilon"),
     path("studies/<int:pk>/judges/<slug:table>.csv", verdict_views.judges_table_csv, name="judges-table-csv"),
     path("studies/<int:pk>/export.zip", views.study_export, name="study-export"),
+    path("studies/<int:pk>/bundle.zip", bundle_views.study_bundle, name="study-bundle"),
     path("jobs/<int:job>/", views.report_job, name="job"),
     path("runs/<int:pk>/scorecard/", views.run_scorecard, name="run-scorecard"),
     path("runs/<int:pk>/scorecard/<slug:table>.csv", views.run_scorecard_csv, name="run-scorecard-csv"),

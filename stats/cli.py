@@ -1,7 +1,8 @@
 """Command line: ``python -m stats agreement FILE.csv [options]``, no database needed.
 
 ``python -m stats alt-test RATINGS.csv --judges JUDGES.csv --epsilon E`` runs the alternative
-annotator test (``stats.alt_test_cli``).
+annotator test (``stats.alt_test_cli``); ``python -m stats bundle BUNDLE.zip`` prints a
+publication bundle's reliability figures from its files alone (``stats.bundle_cli``).
 
 FILE.csv has the header ``unit,rater,item,label`` (any column order, extra columns ignored);
 an empty label is a missing rating. Input errors print ``error: FILE, line N, column C: ...``
@@ -320,8 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(the five dimension columns are the items; NA cells are missing; a leading # is dropped)",
     )
     from .alt_test_cli import add_parser
+    from .bundle_cli import add_parser as add_bundle_parser
 
     add_parser(sub)
+    add_bundle_parser(sub)
     return parser
 
 
@@ -360,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .alt_test_cli import main as alt_test_main
 
         return alt_test_main(args)
+    if args.command == "bundle":
+        from .bundle_cli import main as bundle_main
+
+        return bundle_main(args)
     if not 0 < args.confidence < 1:
         print("error: --confidence must lie strictly between 0 and 1", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,11 +53,15 @@ def conversations_import(
     created_by: AbstractBaseUser | None = None,
     dry_run: bool = False,
     mark_demo: bool = False,
+    keep_codes: bool = False,
 ) -> ConversationImportResult:
     """Import conversations from JSONL files or VERA-MH transcript files, all or nothing.
 
     ``files`` holds (relative path, text) pairs. Every problem in every file is collected
     first; if there is any, ``ImportRejected`` is raised and nothing is written.
+    ``keep_codes``: a conversation keeps the code its export wrote (``metadata.evalsite_code``,
+    a publication bundle), so every file that names it by code still does; a code another
+    conversation already holds is a problem.
     """
     if fmt == "auto":
         fmt = "jsonl" if any(p.lower().endswith((".jsonl", ".json")) for p, _ in files) else "vera-mh"
@@ -71,9 +76,11 @@ def conversations_import(
     else:
         raise ImportRejected([Problem(f"unknown format '{fmt}'; use 'jsonl' or 'vera-mh'", "")])
     personas = _resolve_personas(records, problems)
+    hashes = {id(r): r.content_hash() for r in records}
+    if keep_codes:
+        _check_kept_codes(records, hashes, problems)
     if problems:
         raise ImportRejected(problems)
-    hashes = {id(r): r.content_hash() for r in records}
     existing = set(
         Conversation.objects.filter(content_hash__in=set(hashes.values())).values_list("content_hash", flat=True)
     )
@@ -88,8 +95,31 @@ def conversations_import(
             fresh.append(record)
     if dry_run:
         return ConversationImportResult([], duplicates, len(records), True)
-    created = _store_records(fresh, personas, hashes, created_by, mark_demo)
+    created = _store_records(fresh, personas, hashes, created_by, mark_demo, keep_codes)
     return ConversationImportResult(created, duplicates, len(records), False)
+
+
+def _check_kept_codes(records: list[ConversationRecord], hashes: dict[int, str], problems: list[Problem]) -> None:
+    """Add a problem for each kept code that is missing, malformed, repeated or held by another conversation."""
+    wanted: dict[str, ConversationRecord] = {}
+    for record in records:
+        code = record.metadata.get("evalsite_code")
+        if not isinstance(code, str) or not CODE_RE.match(code):
+            problems.append(Problem("metadata.evalsite_code must be a conversation code (C-XXXXXX) to keep it",
+                                    record.file, record.line, "metadata.evalsite_code"))
+        elif code in wanted:
+            problems.append(Problem(f"code '{code}' is given twice (first on line {wanted[code].line})",
+                                    record.file, record.line, "metadata.evalsite_code"))
+        else:
+            wanted[code] = record
+    for code, content_hash in Conversation.objects.filter(code__in=list(wanted)).values_list("code", "content_hash"):
+        record = wanted[code]
+        if content_hash != hashes[id(record)]:
+            problems.append(Problem(f"code '{code}' belongs to another conversation in this database",
+                                    record.file, record.line, "metadata.evalsite_code"))
+
+
+CODE_RE = re.compile(r"^C-[A-Za-z0-9]{4,12}$")
 
 
 def _resolve_personas(records: list[ConversationRecord], problems: list[Problem]) -> dict[int, Persona | None]:
@@ -155,6 +185,7 @@ def _store_records(
     hashes: dict[int, str],
     created_by: AbstractBaseUser | None,
     mark_demo: bool,
+    keep_codes: bool = False,
 ) -> list[Conversation]:
     targets: dict[str, Target] = {}
     taken: set[str] = set()
@@ -174,8 +205,9 @@ def _store_records(
         if placeholder is not None:
             created.append(_fill_placeholder(placeholder, record, persona, metadata, sensitive, hashes[id(record)], targets))
             continue
+        kept = metadata.get("evalsite_code") if keep_codes else None
         conversation = Conversation.objects.create(
-            code=_unique_conversation_code(taken),
+            code=kept or _unique_conversation_code(taken),
             external_id=record.external_id,
             persona=persona,
             target=_target_for(record, targets),

@@ -177,3 +177,39 @@ def parse_run_folder(name: str) -> RunFolder:
 
 def _name_error(message: str, name: str) -> VeraFormatError:
     return VeraFormatError([Problem(message, name)])
+
+
+# Writing the published layout (the publication bundle): the inverse of the readers above.
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+def transcript_text(messages: Collection[tuple[str, str]]) -> str:
+    """Return a transcript in VERA-MH's layout: ``user:`` / ``agent:`` blocks separated by blank lines.
+
+    System messages have no marker in the layout and are left out; ``parse_transcript`` reads
+    the text back to the same user and chatbot messages (content stripped, as it reads them).
+    """
+    blocks = [f"{'user' if role == 'user' else 'agent'}: {content.strip()}".rstrip()
+              for role, content in messages if role in ("user", "assistant")]
+    return "\n\n".join(blocks) + "\n"
+
+
+def name_token(text: str, fallback: str) -> str:
+    """Return ``text`` as one file-name token: no ``_``, ``/`` or spaces (VERA-MH splits names on ``_``)."""
+    token = _NAME_UNSAFE.sub("-", text.strip()).strip("-")
+    return token or fallback
+
+
+def transcript_filename(conv_id: str, persona: str, model: str, run: int) -> str:
+    """Return ``<id>_<Persona>_<model>_run<k>.txt``; ``conv_id`` must be hexadecimal, as in the published files."""
+    if not _HEX.match(conv_id):
+        raise ValueError(f"transcript id {conv_id!r} is not hexadecimal")
+    return f"{conv_id}_{name_token(persona, 'Unknown')}_{name_token(model, 'unknown')}_run{run}.txt"
+
+
+def run_folder_name(user_model: str, chatbot_model: str, turns: int, runs: int, timestamp: str) -> str:
+    """Return ``p_<user model>__a_<chatbot model>__t<turns>__r<runs>__<timestamp>`` (model names made safe)."""
+    def safe(model: str) -> str:
+        return re.sub(r"_{2,}", "_", _NAME_UNSAFE.sub("-", model.strip()).strip("-")) or "unknown"
+
+    return f"p_{safe(user_model)}__a_{safe(chatbot_model)}__t{turns}__r{runs}__{timestamp}"

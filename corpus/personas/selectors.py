@@ -23,3 +23,15 @@ def persona_set_get(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> Perso
         ).get(pk=pk)
     except PersonaSet.DoesNotExist as exc:
         raise Http404("not found") from exc
+
+
+def persona_set_spec_document(persona_set: PersonaSet) -> dict:
+    """Return a persona set in the project's own format: importing it gives the same set (same content hash)."""
+    personas = []
+    for persona in persona_set.personas.order_by("position"):
+        entry = {**persona.profile, "key": persona.key, "name": persona.name, "design": dict(persona.design)}
+        if persona.opening_message:
+            entry["opening_message"] = persona.opening_message
+        personas.append(entry)
+    return {"key": persona_set.key, "name": persona_set.name, "description": persona_set.description,
+            "format": persona_set.format, "system_prompt": persona_set.system_prompt, "personas": personas}

@@ -366,3 +366,18 @@ def test_a_judge_run_still_running_is_not_evaluated_and_nothing_is_counted(dev):
     type(dev.run_v2).objects.filter(pk=dev.run_v2.pk).update(status="completed")
     status, _ = _evaluate(client, dev, dev.run_v2, f"judge:{dev.judge_v2.pk}")
     assert status == 201 and HoldoutLook.objects.count() == 1
+
+
+def test_the_bundle_carries_the_split_in_its_methods(dev):
+    """The publication bundle's METHODS.md gives the split and its seed, as the development page does."""
+    import io
+    import zipfile
+
+    client = client_for(dev.coordinator)
+    before = zipfile.ZipFile(io.BytesIO(client.get(f"/reports/studies/{dev.study.pk}/bundle.zip").content)).read("METHODS.md").decode()
+    assert "Judge development with a locked test set" not in before
+    _split(dev, seed=4242)
+    for path in (f"/reports/studies/{dev.study.pk}/bundle.zip",):
+        methods = zipfile.ZipFile(io.BytesIO(client.get(path).content)).read("METHODS.md").decode()
+        assert "## Judge development with a locked test set" in methods
+        assert "seed 4242" in methods and "The test set has not been evaluated yet." in methods

@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from annotation.errors import AnnotationError
 from annotation.models import ActiveStopRule, UncertaintyMeasure
 from annotation.sampling.active.forms import ActiveDesignForm
+from annotation.sampling.active.methods import active_methods
 from annotation.sampling.active.selectors import active_plan_get, active_state
 from annotation.sampling.active.services import active_batch_draw, active_study_create
 from annotation.sampling.api import CanCreateStudies
@@ -104,14 +105,17 @@ class StudyActiveSamplingView(APIView):
 
     @extend_schema(parameters=[UNITS], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, pk: int) -> Response:
-        """The study's active sampling: parameters, batches, estimates now and after the next batch, status."""
+        """The study's active sampling: parameters, batches, estimates now and after the next batch, status.
+
+        ``methods``: a methods paragraph (``title``, ``text``, ``references``) written from the same state.
+        """
         study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
         try:
             state = active_state(active_plan_get(study))
         except AnnotationError as exc:
             return Response({"detail": str(exc)}, status=exc.status)
         units = request.query_params.get("units", "true").lower() not in ("0", "false", "no")
-        return Response(state.as_dict(with_units=units))
+        return Response({**state.as_dict(with_units=units), "methods": active_methods(state)})
 
 
 class ActiveNextBatchView(APIView):

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.errors import AnnotationError
 from annotation.sampling.active.forms import UNCERTAINTY_HELP, ActiveStudyForm, active_run_queryset
+from annotation.sampling.active.methods import active_methods
 from annotation.sampling.active.selectors import POOLED, ActiveState, active_plan_get, active_state
 from annotation.sampling.active.services import active_batch_draw, active_study_create
 from annotation.sampling.forms import source_choices
@@ -146,6 +147,7 @@ def active_study_page(request: HttpRequest, pk: int) -> HttpResponse:
         "estimator": ESTIMATOR,
         "confidence": f"{state.plan.confidence:.0%}",
         "floor_share": f"{state.plan.floor:.0%}",
+        "methods": active_methods(state),
     }
     return render(request, "annotation/coordinator/active_study.html", context)
 

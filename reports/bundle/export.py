@@ -1,0 +1,283 @@
+"""Write a study's publication bundle: the study zip's files plus what it takes to publish and to rebuild the study.
+
+The bundle is the study zip (``reports.services.write_study_export``: ratings, consensus, judge
+labels, reliability, scorecards, README.txt with the `python -m stats` commands, METHODS.md)
+extended with the transcripts (evalsite JSONL and VERA-MH's published layout), the instrument,
+section and persona files, the ratings in VERA-MH's clinician-ratings layout (question-flow
+studies), each rating's queue position and timing, the study's settings and design, every
+report's figures (JSON) and charts (plotly JSON), a codebook, and a manifest with each file's
+SHA-256 and the app version. ``reports.bundle.importer`` rebuilds the study from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import AssignmentStatus, Rating, SamplingPlan, Study
+from annotation.studies.restore import study_settings
+from core.csvstream import csv_text
+from corpus.conversations.selectors import conversation_as_record
+from corpus.conversations.vera_transcripts import (
+    run_folder_name,
+    transcript_filename,
+    transcript_text,
+)
+from corpus.instruments.selectors import instrument_spec_document
+from corpus.models import Conversation, Instrument, InstrumentKind, Message
+from corpus.personas.selectors import persona_set_spec_document
+from reports import selectors
+from reports.bundle import layout
+from reports.bundle.figures import figure_charts, study_figures
+from reports.devset.selectors import split_current
+from reports.devset.summary import methods_sentence
+from reports.methods.software import software_versions
+from reports.reliability import reliability_inputs
+from reports.services import study_methods, study_reliability, write_study_export
+from stats.vera import DESIGN_COLUMNS, DIMENSION_COLUMNS, SECTION_COLUMNS
+
+
+def instrument_file(instrument: Instrument) -> str:
+    return f"instruments/{instrument.key}-v{instrument.version}.json"
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False, default=str) + "\n"
+
+
+def bundle_conversations(study: Study) -> list[Conversation]:
+    """Return the study's conversations and every other conversation its judge runs labelled, by id."""
+    runs = selectors.judge_runs_for_study(study)
+    return list(
+        Conversation.objects.filter(Q(studies=study) | Q(judge_results__run__in=runs)).distinct()
+        .select_related("persona__persona_set", "target").order_by("pk")
+    )
+
+
+def vera_id(conversation: Conversation) -> str:
+    """Return the conversation's hexadecimal id in VERA-MH's layout: its own VERA-MH id, or one made from its code."""
+    external = (conversation.external_id or "").lstrip("#")
+    if external and all(c in "0123456789abcdefABCDEF" for c in external):
+        return external
+    return hashlib.sha256(conversation.code.encode()).hexdigest()[:6]
+
+
+def study_bundle_zip(*, study: Study) -> bytes:
+    """Return the study's publication bundle as zip bytes (see the module docstring and ``docs/formats.md``)."""
+    files: dict[str, bytes] = {}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as core:
+        write_study_export(core, study=study)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as core:
+        for name in core.namelist():
+            files[name] = core.read(name)
+
+    def put(name: str, text: str) -> None:
+        files[name] = text.encode("utf-8")
+
+    if split_current(study) is not None:
+        # The judge development split's paragraph joins the study zip's METHODS.md in the bundle.
+        files["METHODS.md"] = study_methods(
+            study=study, extra=[("Judge development with a locked test set", {"text": methods_sentence(study)})]).encode()
+    conversations = bundle_conversations(study)
+    _transcripts(conversations, put)
+    for instrument in filter(None, (study.instrument, study.section)):
+        put(instrument_file(instrument), _json(instrument_spec_document(instrument)))
+    persona_sets = {c.persona.persona_set for c in conversations if c.persona is not None}
+    for persona_set in sorted(persona_sets, key=lambda s: (s.key, s.version)):
+        put(f"personas/{persona_set.key}-v{persona_set.version}.json", _json(persona_set_spec_document(persona_set)))
+    put(layout.ASSIGNMENTS, csv_text([c for c, _ in layout.COLUMNS[layout.ASSIGNMENTS]], _assignment_rows(study)))
+    vera = _vera_ratings(study, {c.pk: c for c in conversations})
+    if vera is not None:
+        put(layout.RATINGS_VERA, vera)
+    put(layout.STUDY, _json(_study_document(study, conversations)))
+    figures = study_figures(study)
+    for name, payload in figures.items():
+        put(f"{layout.FIGURES_DIR}{name}.json", _json(payload))
+    for name, chart in figure_charts(figures).items():
+        put(f"{layout.PLOTLY_DIR}{name}.json", _json(chart))
+    put(layout.CODEBOOK, codebook(study))
+    manifest = _manifest(study, files)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(layout.MANIFEST, _json(manifest))
+        for name in sorted(files):
+            archive.writestr(name, files[name])
+    return out.getvalue()
+
+
+def _transcripts(conversations: list[Conversation], put: Any) -> None:
+    """Write the JSONL file and the VERA-MH run folders with their index."""
+    messages: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for cid, role, content in Message.objects.filter(conversation__in=conversations).order_by("conversation_id", "turn_index").values_list(
+            "conversation_id", "role", "content"):
+        messages[cid].append((role, content))
+    lines = []
+    for conversation in conversations:
+        lines.append(json.dumps(conversation_as_record(conversation), ensure_ascii=False) + "\n")
+    put(layout.JSONL, "".join(lines))
+    stamp = timezone.now().strftime("%Y%m%d_%H%M%S")
+    folders: dict[tuple[str, str], list[Conversation]] = defaultdict(list)
+    for conversation in conversations:
+        user_model = str(conversation.metadata.get("user_model") or "unknown")
+        chatbot = conversation.target.model if conversation.target is not None else "unknown"
+        folders[(user_model, chatbot)].append(conversation)
+    index = []
+    for (user_model, chatbot), members in sorted(folders.items()):
+        turns = max((sum(1 for role, _ in messages[c.pk] if role == "user") for c in members), default=1)
+        runs = max(((c.run_index or 0) + 1 for c in members), default=1)
+        folder = run_folder_name(user_model, chatbot, max(turns, 1), max(runs, 1), stamp)
+        for conversation in members:
+            persona = conversation.persona.name if conversation.persona else str(conversation.metadata.get("persona_name") or "")
+            name = transcript_filename(vera_id(conversation), persona, chatbot.rsplit("/", 1)[-1], (conversation.run_index or 0) + 1)
+            path = f"{folder}/{name}"
+            put(f"{layout.VERA_DIR}{path}", transcript_text(messages[conversation.pk]))
+            index.append([path, conversation.code, vera_id(conversation)])
+    put(layout.VERA_INDEX, csv_text([c for c, _ in layout.COLUMNS[layout.VERA_INDEX]], index))
+
+
+def _assignment_rows(study: Study) -> list[list[Any]]:
+    """Return one row per submitted rating, in the order the ratings were stored, then the open work."""
+    rows = []
+    ratings = (Rating.objects.filter(assignment__study=study, assignment__status=AssignmentStatus.SUBMITTED, status="submitted")
+               .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater").order_by("pk"))
+    for order, rating in enumerate(ratings, start=1):
+        a = rating.assignment
+        submitted = rating.submitted_at or a.submitted_at
+        rows.append([a.conversation.code, a.rater_name, AssignmentStatus.SUBMITTED, order, a.position, a.is_calibration,
+                     a.started_at.isoformat() if a.started_at else "", submitted.isoformat() if submitted else "",
+                     a.time_spent_seconds])
+    open_work = (study.assignments.filter(status__in=(AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS))
+                 .select_related("conversation", "rater", "external_rater").order_by("pk"))
+    for a in open_work:
+        rows.append([a.conversation.code, a.rater_name, a.status, "", a.position, a.is_calibration,
+                     a.started_at.isoformat() if a.started_at else "", "", a.time_spent_seconds])
+    return rows
+
+
+def _study_document(study: Study, conversations: list[Conversation]) -> dict[str, Any]:
+    runs = list(selectors.judge_runs_for_study(study).order_by("pk"))
+    plan = SamplingPlan.objects.filter(study=study).first()
+    links = study.study_conversations.select_related("conversation").order_by("pk")
+    reliability = study_reliability(study=study)
+    return {
+        "bundle_format": layout.BUNDLE_FORMAT,
+        "name": study.name,
+        "description": study.description,
+        "instrument": instrument_file(study.instrument),
+        "section": instrument_file(study.section) if study.section else None,
+        "settings": study_settings(study),
+        "selection": study.selection,
+        "reliability_na": reliability.get("na_policy"),
+        "conversations": [
+            {"code": link.conversation.code, "is_calibration": link.is_calibration, "inclusion_prob": link.inclusion_prob,
+             "stratum": link.stratum} for link in links
+        ],
+        "other_conversations": sorted({c.code for c in conversations} - {link.conversation.code for link in links}),
+        "judge_runs": [
+            {"place": index, "run": run.pk, "name": run.name, "mode": run.mode, "instrument": instrument_file(run.instrument),
+             "judges": sorted({str(j.get("name")) for j in (run.config or {}).get("judges", {}).values()})}
+            for index, run in enumerate(runs, start=1)
+        ],
+        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}),
+    }
+
+
+def _plan_document(plan: SamplingPlan, codes: dict[int, str]) -> dict[str, Any]:
+    """Return the sampling plan with what names database rows named by code instead (conversations, the judge)."""
+    planning = dict(plan.planning or {})
+    if "unit_inclusion_prob" in planning:
+        planning["unit_inclusion_prob"] = {codes.get(int(k), k): v for k, v in planning["unit_inclusion_prob"].items()}
+    source = plan.source
+    if source.startswith("judge:"):
+        judge = (plan.judge_run.config or {}).get("judges", {}).get(source.split(":", 1)[1], {})
+        source = f"judge_name:{judge.get('name', '')}"
+    return {"run": plan.judge_run_id, "source": source, "method": plan.method, "allocation": plan.allocation,
+            "boost": plan.boost, "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
+            "planning": planning}
+
+
+def _vera_ratings(study: Study, conversations: dict[int, Conversation]) -> str | None:
+    """Return the ratings in VERA-MH's clinician-ratings layout, or None when the study is not a VERA-MH flow study."""
+    if study.instrument.kind != InstrumentKind.FLOW:
+        return None
+    dimensions = {d for d in (study.instrument.items.values_list("domain", flat=True))}
+    words = {"clinician_detects": "detect", "clinician_confirms": "confirm", "clinician_guides": "guide",
+             "clinician_supportive": "support", "clinician_boundaries": "bound"}
+    columns: dict[str, str] = {}
+    for column, word in words.items():
+        match = next((d for d in dimensions if word in d.lower()), None)
+        if match is None:
+            return None
+        columns[column] = match
+    rows = []
+    ratings = (Rating.objects.filter(assignment__study=study, status="submitted")
+               .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater").order_by("pk"))
+    for rating in ratings:
+        conversation = conversations[rating.assignment.conversation_id]
+        labels = (rating.derived or {}).get("labels") or {}
+        section = rating.answers.get("section") or {}
+        persona = conversation.persona
+        design = persona.design if persona is not None else {}
+        rows.append([
+            rating.assignment.rater_name, vera_id(conversation),
+            *[(section.get(key) or {}).get("value") or "NA" for key, _ in SECTION_COLUMNS.values()],
+            *[labels.get(columns[c]) or "NA" for c in DIMENSION_COLUMNS],
+            conversation.metadata.get("user_model") or "", conversation.target.model if conversation.target else "",
+            persona.name if persona else conversation.metadata.get("persona_name", ""),
+            design.get("risk", ""), design.get("disclosure", ""),
+        ])
+    return csv_text(["clinician_id", "conversation_id", *SECTION_COLUMNS, *DIMENSION_COLUMNS, *DESIGN_COLUMNS], rows)
+
+
+def _manifest(study: Study, files: dict[str, bytes]) -> dict[str, Any]:
+    reliability = study_reliability(study=study)
+    commands = [{"file": name, "command": command} for name, _, command in reliability_inputs(study, reliability)]
+    versions = software_versions()
+    return {
+        "bundle_format": layout.BUNDLE_FORMAT,
+        "app": "evalsite",
+        "app_version": versions.get("evalsite"),
+        "software": versions,
+        "created_at": timezone.now().isoformat(),
+        "study": study.name,
+        "reliability": commands,
+        "static_images": ("not included: plotly's static image export (kaleido) is not available offline; "
+                          "figures/ holds each figure's data and figures/plotly/ its chart as plotly JSON"),
+        "files": [{"path": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for name, data in sorted(files.items())],
+    }
+
+
+def codebook(study: Study) -> str:
+    """Return codebook.md: every file, every column of the tables and every label of the study's items."""
+    from corpus.instruments.labels import instrument_labels
+
+    lines = [f"# Codebook: {study.name}", "", "Bundle format " f"{layout.BUNDLE_FORMAT}. Every file of the bundle, every column of its tables, "
+             "and every label an item can take. Conversations, raters and chatbots are named by their pseudonymous codes.", "",
+             "## Files", ""]
+    lines += [f"- `{name}`: {meaning}" for name, meaning in layout.FILES.items()]
+    for name, columns in layout.COLUMNS.items():
+        lines += ["", f"## `{name}`", "", "| column | meaning |", "|---|---|"]
+        lines += [f"| `{column}` | {meaning} |" for column, meaning in columns]
+    lines += ["", "## `ratings_vera_mh.csv` (question-flow studies)", "",
+              "VERA-MH's published clinician-ratings layout (docs/formats.md): `clinician_id, conversation_id`, "
+              + ", ".join(f"`{c}`" for c in SECTION_COLUMNS) + " (realism 1-5, perceived risk and disclosure), "
+              + ", ".join(f"`{c}`" for c in DIMENSION_COLUMNS) + " (the dimension labels), then the design "
+              + ", ".join(f"`{c}`" for c in DESIGN_COLUMNS) + ". `NA`: not answered."]
+    for title, instrument in (("Instrument", study.instrument), ("Rating section", study.section)):
+        if instrument is None:
+            continue
+        lines += ["", f"## {title}: {instrument.name} (`{instrument.key}` v{instrument.version})", "",
+                  "| item | text | labels | not applicable |", "|---|---|---|---|"]
+        for key, spec in instrument_labels(instrument).items():
+            text = spec.text.replace("|", "/").replace("\n", " ")
+            labels = "free text" if spec.is_text else ", ".join(spec.labels)
+            lines.append(f"| `{key}` | {text} | {labels} | {', '.join(spec.na_labels) or '-'} |")
+    return "\n".join(lines) + "\n"
