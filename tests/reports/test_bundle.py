@@ -11,10 +11,11 @@ from django.core.management import call_command
 
 from annotation.demo.seed import DEMO_STUDY, PLAN_STUDY
 from annotation.models import Study
-from corpus.models import Conversation, Instrument
+from corpus.models import Conversation, Instrument, Persona, PersonaSet, Target
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.figures import figure_differences, study_figures
 from reports.bundle.importer import bundle_import
+from tests.factories import ConversationFactory
 
 # Each test starts from an empty database (a fresh one, as a bundle's reader has): the demo is seeded once, exported,
 # and the database emptied again (``demo_bundle``).
@@ -34,7 +35,26 @@ def demo_bundle(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-
     return out
 
 
+def _shift_ids() -> None:
+    """Use up some ids of the corpus tables, so no imported row gets the id it had when exported.
+
+    A bundle that carried database ids instead of codes would then fail the round trip whatever
+    order the tests run in (the flush after seeding resets the id sequences).
+    """
+    ConversationFactory.create_batch(7)
+    conversations = Conversation.objects.all()
+    personas = Persona.objects.filter(conversations__in=conversations).distinct()
+    sets = PersonaSet.objects.filter(personas__in=personas).distinct()
+    targets = Target.objects.filter(conversations__in=conversations).distinct()
+    persona_ids, set_ids, target_ids = list(personas.values_list("pk", flat=True)), list(sets.values_list("pk", flat=True)), list(targets.values_list("pk", flat=True))
+    conversations.delete()
+    Persona.objects.filter(pk__in=persona_ids).delete()
+    PersonaSet.objects.filter(pk__in=set_ids).delete()
+    Target.objects.filter(pk__in=target_ids).delete()
+
+
 def _fresh_import(data: bytes):  # type: ignore[no-untyped-def]
+    _shift_ids()
     assert not Conversation.objects.exists() and not Study.objects.exists() and not Instrument.objects.exists()
     return bundle_import(data=data, file="bundle.zip")
 
