@@ -50,6 +50,16 @@ def batch_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Simu
     )
 
 
+def batch_listed_state(batch: SimulationBatch) -> str:
+    """Return the honest state of a batch from ``batch_list_for_user`` (its run counts)."""
+    return batch_state(
+        status=batch.status,
+        active=batch.runs_active,  # type: ignore[attr-defined]
+        done=batch.runs_done,  # type: ignore[attr-defined]
+        failed=batch.runs_failed,  # type: ignore[attr-defined]
+    )
+
+
 def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str, act: bool = False) -> SimulationBatch:
     """Return a batch the user may read; with ``act``, one they may also cancel or resume (else 403)."""
     _require_view(user)
@@ -81,6 +91,34 @@ def batch_runs(batch: SimulationBatch, *, status: str | None = None) -> QuerySet
     if status:
         qs = qs.filter(status=status)
     return qs
+
+
+# What a batch honestly is, whatever its stored status says: a batch whose every conversation
+# failed is "failed", not "finished". The API (detail and list) and the pages read the same one.
+BATCH_STATE_LABELS = {
+    "running": "Running",
+    "cancelled": "Cancelled",
+    "failed": "Failed",
+    "partial": "Finished with failures",
+    "finished": "Finished",
+}
+
+
+def batch_state(*, status: str, active: int, done: int, failed: int) -> str:
+    """Return running, cancelled, failed, partial (finished with failures) or finished.
+
+    ``status`` is the batch's stored status; ``active`` counts its queued and running
+    conversations, ``done`` and ``failed`` its finished ones.
+    """
+    if status == SimulationBatch.Status.CANCELLED:
+        return "cancelled"
+    if active:
+        return "running"
+    if failed and not done:
+        return "failed"
+    if failed:
+        return "partial"
+    return "finished"
 
 
 @dataclass(frozen=True)
@@ -115,15 +153,13 @@ class BatchProgress:
     @property
     def state(self) -> str:
         """Return what the batch honestly is: running, cancelled, failed, partial or finished."""
-        if self.batch_status == SimulationBatch.Status.CANCELLED:
-            return "cancelled"
-        if self.queued or self.running:
-            return "running"
-        if self.failed and not self.done:
-            return "failed"
-        if self.failed:
-            return "partial"
-        return "finished"
+        return batch_state(
+            status=self.batch_status, active=self.queued + self.running, done=self.done, failed=self.failed
+        )
+
+    @property
+    def state_label(self) -> str:
+        return BATCH_STATE_LABELS[self.state]
 
     @property
     def headline(self) -> str:
@@ -157,7 +193,10 @@ class BatchProgress:
         return self.share(self.cancelled)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "finished": self.finished, "percent": self.percent, "state": self.state}
+        return {
+            **asdict(self), "finished": self.finished, "percent": self.percent,
+            "state": self.state, "state_label": self.state_label,
+        }
 
 
 def batch_progress(batch: SimulationBatch) -> BatchProgress:

@@ -7,6 +7,12 @@ from rest_framework import serializers
 
 from corpus.models import Persona, PersonaSet, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.selectors import (
+    BATCH_STATE_LABELS,
+    BatchProgress,
+    batch_listed_state,
+    batch_progress,
+)
 
 
 class SimulationPromptSerializer(serializers.ModelSerializer):
@@ -94,6 +100,12 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
         )
 
 
+STATE_HELP = (
+    "What the batch honestly is: running, cancelled, failed (every conversation failed), partial (finished "
+    "with failures) or finished (every conversation done). `status` is only whether it is still going."
+)
+
+
 class BatchProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     queued = serializers.IntegerField()
@@ -105,6 +117,8 @@ class BatchProgressSerializer(serializers.Serializer):
     stalled = serializers.IntegerField(help_text="Running, but the executor's claim has expired")
     finished = serializers.IntegerField()
     percent = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=list(BATCH_STATE_LABELS), help_text=STATE_HELP)
+    state_label = serializers.CharField()
     messages = serializers.IntegerField()
     expected_messages = serializers.IntegerField()
     calls = serializers.IntegerField()
@@ -133,6 +147,8 @@ class SimulationRunSerializer(serializers.ModelSerializer):
 
 class SimulationBatchSerializer(serializers.ModelSerializer):
     persona_set_key = serializers.CharField(source="persona_set.key")
+    state = serializers.SerializerMethodField(help_text=STATE_HELP)
+    state_label = serializers.SerializerMethodField()
     runs_total = serializers.IntegerField(read_only=True)
     runs_done = serializers.IntegerField(read_only=True)
     runs_failed = serializers.IntegerField(read_only=True)
@@ -141,10 +157,17 @@ class SimulationBatchSerializer(serializers.ModelSerializer):
     class Meta:
         model = SimulationBatch
         fields = [
-            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "repetitions", "user_model",
-            "turns", "exchanges", "runs_total", "runs_done", "runs_failed", "runs_active",
+            "code", "name", "status", "state", "state_label", "protocol", "persona_set", "persona_set_key",
+            "repetitions", "user_model", "turns", "exchanges", "runs_total", "runs_done", "runs_failed", "runs_active",
             "created_at", "started_at", "finished_at", "cancelled_at",
         ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=list(BATCH_STATE_LABELS)))
+    def get_state(self, batch: SimulationBatch) -> str:
+        return batch_listed_state(batch)
+
+    def get_state_label(self, batch: SimulationBatch) -> str:
+        return BATCH_STATE_LABELS[batch_listed_state(batch)]
 
 
 class SimulationBatchDetailSerializer(serializers.ModelSerializer):
@@ -154,22 +177,36 @@ class SimulationBatchDetailSerializer(serializers.ModelSerializer):
     reminder_template = SimulationPromptRefSerializer(allow_null=True)
     kickoff_template = SimulationPromptRefSerializer(allow_null=True)
     progress = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField(help_text=STATE_HELP)
+    state_label = serializers.SerializerMethodField()
 
     class Meta:
         model = SimulationBatch
         fields = [
-            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
+            "code", "name", "status", "state", "state_label", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
             "user_model", "user_api_base", "user_api_key_env", "user_params", "user_max_concurrent",
             "user_requests_per_minute", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
             "role_slide_check", "persona_template", "reminder_template", "kickoff_template", "config",
             "progress", "created_at", "started_at", "finished_at", "cancelled_at",
         ]
 
+    def _progress(self, batch: SimulationBatch) -> BatchProgress:
+        # One count per batch serialized, shared by progress and state.
+        cached = getattr(batch, "_serialized_progress", None)
+        if cached is None:
+            cached = batch._serialized_progress = batch_progress(batch)  # type: ignore[attr-defined]
+        return cached
+
     @extend_schema_field(BatchProgressSerializer)
     def get_progress(self, batch: SimulationBatch) -> dict:
-        from simulation.selectors import batch_progress
+        return self._progress(batch).as_dict()
 
-        return batch_progress(batch).as_dict()
+    @extend_schema_field(serializers.ChoiceField(choices=list(BATCH_STATE_LABELS)))
+    def get_state(self, batch: SimulationBatch) -> str:
+        return self._progress(batch).state
+
+    def get_state_label(self, batch: SimulationBatch) -> str:
+        return self._progress(batch).state_label
 
 
 class BatchResumeSerializer(serializers.Serializer):

@@ -220,7 +220,7 @@ class Command(BaseCommand):
         batch.refresh_from_db()
         progress = batch_progress(batch)
         self.stdout.write(
-            f"{batch.code}: {batch.get_status_display().lower()} · {progress.done} done, {progress.failed} failed, "
+            f"{batch.code}: {progress.state_label.lower()} · {progress.done} done, {progress.failed} failed, "
             f"{progress.cancelled} cancelled, {progress.flagged} flagged, {progress.queued + progress.running} to go."
         )
         for run in batch.runs.filter(status=SimulationRun.Status.FAILED).select_related("persona", "target")[:10]:
