@@ -161,10 +161,19 @@ class Caller:
         return entries
 
     def totals(self) -> dict[str, Any]:
-        """Return calls, cached calls, tokens, cost and calls of unknown price."""
+        """Return calls, failed and cached calls, tokens, cost and calls of unknown price.
+
+        A call is an HTTP request (each attempt of a retried call, the failed ones included) or
+        a reply the cache answered; a call that failed for good is all failed attempts.
+        """
         ok = [r for r in self.records if "error" not in r]
+        requests = [int(r.get("attempts") or 0) for r in self.records if not r.get("cached")]
+        failed = sum(int(r.get("attempts") or 0) for r in self.records if "error" in r) + sum(
+            max(int(r.get("attempts") or 1) - 1, 0) for r in ok if not r.get("cached")
+        )
         return {
-            "n_calls": len(self.records),
+            "n_calls": sum(requests) + sum(1 for r in ok if r.get("cached")),
+            "n_failed_calls": failed,
             "n_cached": sum(1 for r in ok if r.get("cached")),
             "prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in ok if not r.get("cached")),
             "completion_tokens": sum(

@@ -207,3 +207,4 @@ def flow_labels(result: JudgeResult, flow: Flow, outcome: FlowOutcome) -> list[J
                 )
             )
     return labels
+

@@ -163,7 +163,10 @@ class JudgeRun(models.Model):
     n_total = models.PositiveIntegerField(default=0)
     n_done = models.PositiveIntegerField(default=0)
     n_failed = models.PositiveIntegerField(default=0)
+    # Calls: every HTTP request made to a judge (failed attempts included) and every reply the
+    # cache answered; of them, the failed attempts and the cached replies.
     n_calls = models.PositiveIntegerField(default=0)
+    n_failed_calls = models.PositiveIntegerField(default=0, help_text="Of the calls, the attempts that failed")
     n_cached = models.PositiveIntegerField(default=0, help_text="Calls answered from the cache")
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
@@ -191,6 +194,11 @@ class JudgeRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
+
+    @property
+    def n_answered_calls(self) -> int:
+        """Return the calls a provider answered with an accepted reply (not cached, not failed): the ones with a price."""
+        return max(self.n_calls - self.n_failed_calls - self.n_cached, 0)
 
 
 class ResultStatus(models.TextChoices):
@@ -220,6 +228,7 @@ class JudgeResult(models.Model):
     # One record per LLM call: request hash, tokens, cost, cached, attempts, format retry.
     calls = models.JSONField(default=list, blank=True)
     n_calls = models.PositiveIntegerField(default=0)
+    n_failed_calls = models.PositiveIntegerField(default=0)
     n_cached = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -400,7 +400,7 @@ def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
     return run_job(lambda: judge_result_job(result_id=result_id, owner=owner))
 
 
-_COUNTERS = ("n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
+_COUNTERS = ("n_done", "n_failed", "n_calls", "n_failed_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
 
 
 @transaction.atomic
@@ -424,6 +424,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
                 ended_by=o.ended_by,
                 calls=o.caller.records,
                 n_calls=totals["n_calls"],
+                n_failed_calls=totals["n_failed_calls"],
                 n_cached=totals["n_cached"],
                 prompt_tokens=totals["prompt_tokens"],
                 completion_tokens=totals["completion_tokens"],
@@ -447,6 +448,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
             ("n_done", 0 if failed else 1),
             ("n_failed", 1 if failed else 0),
             ("n_calls", totals["n_calls"]),
+            ("n_failed_calls", totals["n_failed_calls"]),
             ("n_cached", totals["n_cached"]),
             ("prompt_tokens", totals["prompt_tokens"]),
             ("completion_tokens", totals["completion_tokens"]),
@@ -477,6 +479,7 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
         failed=Count("id", filter=Q(status=ResultStatus.FAILED)),
         open=Count("id", filter=Q(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING])),
         calls=Sum("n_calls"),
+        failed_calls=Sum("n_failed_calls"),
         cached=Sum("n_cached"),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
@@ -485,9 +488,10 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
     )
     run.n_total, run.n_done, run.n_failed = agg["total"], agg["done"], agg["failed"]
     run.n_calls, run.n_cached = agg["calls"] or 0, agg["cached"] or 0
+    run.n_failed_calls = agg["failed_calls"] or 0
     run.prompt_tokens, run.completion_tokens = agg["prompt_tokens"] or 0, agg["completion_tokens"] or 0
     run.cost_usd, run.cost_unknown_calls = agg["cost"] or Decimal("0"), agg["unknown"] or 0
-    fields = ["n_total", "n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens",
+    fields = ["n_total", "n_done", "n_failed", "n_calls", "n_failed_calls", "n_cached", "prompt_tokens",
               "completion_tokens", "cost_usd", "cost_unknown_calls", "updated_at"]
     if agg["open"] == 0 and run.status not in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED):
         view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])

@@ -125,6 +125,7 @@ class JudgeRunSerializer(serializers.ModelSerializer):
             "n_done",
             "n_failed",
             "n_calls",
+            "n_failed_calls",
             "n_cached",
             "prompt_tokens",
             "completion_tokens",
@@ -156,8 +157,11 @@ class JudgeRunProgressSerializer(serializers.Serializer):
     n_stalled = serializers.SerializerMethodField(
         help_text="Running results whose worker stopped answering (lease expired); retry takes them back"
     )
-    n_calls = serializers.IntegerField()
-    n_cached = serializers.IntegerField()
+    n_calls = serializers.IntegerField(
+        help_text="Every HTTP request made to the judges (failed attempts included) and every reply from the cache"
+    )
+    n_failed_calls = serializers.IntegerField(help_text="Of the calls, the attempts that failed (retried or not)")
+    n_cached = serializers.IntegerField(help_text="Of the calls, the replies answered from the cache (free)")
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)

@@ -144,7 +144,11 @@ class SimulationRun(models.Model):
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=30, blank=True)
     messages_done = models.PositiveIntegerField(default=0)
+    # Every HTTP request made to a model (user-agent and chatbot), failed attempts included.
     calls = models.PositiveIntegerField(default=0)
+    failed_calls = models.PositiveIntegerField(
+        default=0, help_text="Of the calls, the attempts that failed (an error or an empty reply), retried or not"
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)

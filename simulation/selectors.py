@@ -141,6 +141,7 @@ class BatchProgress:
     eta_seconds: float | None
     cost_unknown_calls: int = 0
     batch_status: str = SimulationBatch.Status.RUNNING
+    failed_calls: int = 0  # of ``calls`` (every HTTP request), the attempts that failed
 
     @property
     def finished(self) -> int:
@@ -175,7 +176,7 @@ class BatchProgress:
     @property
     def cost_known(self) -> bool:
         """Return False when no call had a known price (then the total is unknown, not zero)."""
-        return not (self.cost_unknown_calls and self.cost_unknown_calls >= self.calls)
+        return not (self.cost_unknown_calls and self.cost_unknown_calls >= self.calls - self.failed_calls)
 
     def share(self, n: int) -> float:
         return round(100 * n / self.total, 2) if self.total else 0.0
@@ -218,6 +219,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         messages=Sum("messages_done"),
         active_messages=Sum("messages_done", filter=active),
         calls=Sum("calls"),
+        failed_calls=Sum("failed_calls"),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
@@ -243,6 +245,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         eta_seconds=eta,
         cost_unknown_calls=int(row["cost_unknown_calls"] or 0),
         batch_status=batch.status,
+        failed_calls=int(row["failed_calls"] or 0),
     )
 
 

@@ -121,7 +121,8 @@ class BatchProgressSerializer(serializers.Serializer):
     state_label = serializers.CharField()
     messages = serializers.IntegerField()
     expected_messages = serializers.IntegerField()
-    calls = serializers.IntegerField()
+    calls = serializers.IntegerField(help_text="Every HTTP request made to a model, failed attempts included")
+    failed_calls = serializers.IntegerField(help_text="Of the calls, the attempts that failed (retried or not)")
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.FloatField()
@@ -140,7 +141,7 @@ class SimulationRunSerializer(serializers.ModelSerializer):
         model = SimulationRun
         fields = [
             "id", "persona", "persona_name", "target", "repetition", "status", "attempts", "messages_done",
-            "calls", "prompt_tokens", "completion_tokens", "cost_usd", "ended_early", "error", "error_kind",
+            "calls", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "ended_early", "error", "error_kind",
             "conversation", "integrity_ok", "queued_at", "started_at", "finished_at",
         ]
 

@@ -251,7 +251,7 @@ async def _hold(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> RunOutcome
         return RunOutcome("lost")
     except LLMError as exc:
         keeper.cancel()
-        return await db(_fail, ctx, str(exc), exc.kind)
+        return await db(_fail, ctx, str(exc), exc.kind, exc.attempts)
     except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
         keeper.cancel()
         logger.exception("simulation run %s failed", run_id)
@@ -271,9 +271,9 @@ def simulation_run_execute(
     return run_job(lambda: simulation_run_job(run_id=run_id, owner=owner, retry=retry, sleep=sleep))
 
 
-def _fail(ctx: RunContext, error: str, kind: str) -> RunOutcome:
+def _fail(ctx: RunContext, error: str, kind: str, failed_attempts: int = 0) -> RunOutcome:
     try:
-        simulation_run_fail(ctx=ctx, error=error, kind=kind)
+        simulation_run_fail(ctx=ctx, error=error, kind=kind, failed_attempts=failed_attempts)
     except LeaseLost:
         return RunOutcome("lost")
     return RunOutcome("failed")

@@ -11,7 +11,7 @@ from simulation.batches import simulation_batch_create
 from simulation.simulate import simulation_runs_execute_inline
 from tests.conftest import client_for
 from tests.simulation.sim_setup import amhart_spec, make_target, simulation_environment  # noqa: F401
-from tests.support.fake_llm import http_400
+from tests.support.fake_llm import http_400, http_500
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/simulation-batches/"
@@ -71,3 +71,23 @@ def test_a_cancelled_and_a_running_batch_say_so(researcher, fake_llm):
     client.post(f"{BASE}{batch.code}/cancel/")
     assert client.get(f"{BASE}{batch.code}/").json()["state"] == "cancelled"
     assert [b["state"] for b in client.get(BASE).json()["results"]] == ["cancelled"]
+
+
+def test_calls_count_every_http_request_failed_attempts_included(researcher, fake_llm):
+    """A chatbot that fails once, answers, then fails for good (3 attempts): 6 requests, 4 of them failed."""
+    persona_set = builtin_personas_load()
+    # AMHART, 2 exchanges: the opening card (no call), the chatbot, the user-agent, the chatbot.
+    fake_llm.script("flaky-bot", [http_500(), "I hear you.", http_500()])
+    spec = amhart_spec(fake_llm, persona_set, [make_target(fake_llm, code="T-FLAKY", model="openai/flaky-bot")],
+                       exchanges=2, persona_ids=tuple(persona_set.personas.values_list("pk", flat=True)[:1]))
+    batch = simulation_batch_create(spec=spec, dispatch=False, created_by=researcher)
+    simulation_runs_execute_inline(run_ids=list(batch.runs.values_list("pk", flat=True)))
+    run = batch.runs.get()
+    assert run.status == "failed" and fake_llm.calls_total == 6
+    assert (run.calls, run.failed_calls) == (6, 4)  # 2 + 1 + 3 requests; 1 + 0 + 3 failed
+    progress = _api(researcher).get(f"{BASE}{batch.code}/progress/").json()
+    assert (progress["calls"], progress["failed_calls"]) == (6, 4)
+    runs = _api(researcher).get(f"{BASE}{batch.code}/runs/").json()["results"]
+    assert (runs[0]["calls"], runs[0]["failed_calls"]) == (6, 4)
+    page = client_for(researcher).get(reverse("simulation:batch-detail", args=[batch.code])).content.decode()
+    assert "6 <small class=\"muted\">4 of them failed attempts</small>" in page
