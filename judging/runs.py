@@ -40,8 +40,10 @@ from judging.judges import judge_snapshot
 from judging.material import (
     checklist_labels,
     conversation_materials,
+    failure_reason,
     flow_labels,
     instrument_view,
+    missing_labels,
     prompt_get_cached,
     vote_keys,
 )
@@ -77,9 +79,24 @@ def _not_queued(result_ids: list[int], cause: str) -> None:
     now = timezone.now()
     error = f"not queued: the task queue did not answer ({cause})"
     with transaction.atomic():
-        JudgeResult.objects.filter(pk__in=result_ids, status=ResultStatus.PENDING).update(
+        failed = list(
+            JudgeResult.objects.select_for_update()
+            .filter(pk__in=result_ids, status=ResultStatus.PENDING)
+            .select_related("run")
+        )
+        JudgeResult.objects.filter(pk__in=[r.pk for r in failed]).update(
             status=ResultStatus.FAILED, error_kind="queue", error=error[:2000], finished_at=now
         )
+        # Like every failure, one MISSING label per item with the reason (none left from before).
+        JudgeLabel.objects.filter(result_id__in=[r.pk for r in failed]).delete()
+        insert_rows(JudgeLabel, [
+            label
+            for r in failed
+            for label in missing_labels(
+                r, instrument_view(r.run.instrument_id, r.run.config["instrument"]["content_hash"]),
+                failure_reason("queue", error),
+            )
+        ])
         for run_id in set(JudgeResult.objects.filter(pk__in=result_ids).values_list("run_id", flat=True)):
             judge_run_refresh(run_id=run_id)
 
@@ -440,7 +457,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
             continue
         if o.result.attempts > 1:  # a first attempt has no labels to replace
             replaced.append(o.result.pk)
-        labels += o.labels
+        labels += o.labels or _missing_labels(o)
         cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
         failed = o.status == ResultStatus.FAILED
         delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
@@ -467,6 +484,15 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
             **{name: F(name) + value for name, value in delta.items()}, updated_at=now
         )
     return stored
+
+
+def _missing_labels(o: _Outcome) -> list[JudgeLabel]:
+    """Return MISSING labels for a failure that left none (internal, Redis, database, worker lost)."""
+    if o.status != ResultStatus.FAILED:
+        return []
+    run = o.result.run
+    view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
+    return missing_labels(o.result, view, failure_reason(o.error_kind, o.error))
 
 
 @transaction.atomic
