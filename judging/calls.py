@@ -25,8 +25,9 @@ from simulation.llm import (
 from simulation.llm.client import refuse_by_secrets_policy
 from simulation.llm.engine import db_batch
 
-# Tests shorten the waits between retried calls by replacing this.
-RETRY_POLICY: RetryPolicy = DEFAULT_RETRY
+# One policy for every judge call instead of each judge's own budget; tests shorten the waits
+# between retried calls by setting it. None: each judge's budget (``Judge.retry_*``).
+RETRY_POLICY: RetryPolicy | None = None
 LIMITER_BUDGET = "judging"
 
 
@@ -43,6 +44,7 @@ class JudgeCallConfig:
     requests_per_minute: int
     structured_output: bool
     format_retries: int
+    retry: RetryPolicy = DEFAULT_RETRY  # the judge's budget (runs created before it: the default)
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> JudgeCallConfig:
@@ -56,6 +58,9 @@ class JudgeCallConfig:
             requests_per_minute=int(snapshot.get("requests_per_minute") or 0),
             structured_output=bool(snapshot.get("structured_output", True)),
             format_retries=int(snapshot.get("format_retries", 2)),
+            retry=RetryPolicy.of(
+                snapshot.get("retry_attempts"), snapshot.get("retry_base_delay"), snapshot.get("retry_max_delay")
+            ),
         )
 
     def spec(self) -> ModelSpec:
@@ -121,7 +126,7 @@ class Caller:
             )
             try:
                 result = await achat(
-                    spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter,
+                    spec, messages, response_format=response_format, retry=RETRY_POLICY or self.config.retry, limiter=limiter,
                     known_hash=rhash,
                 )
             except LLMError as exc:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core import call_budget
+
 
 class JudgeMode(models.TextChoices):
     CHECKLIST = "checklist", "Checklist (one call per conversation, JSON schema)"
@@ -93,6 +95,10 @@ class Judge(models.Model):
         default=2, help_text="How often an invalid reply is sent back with the error"
     )
     timeout_seconds = models.PositiveIntegerField(default=120)
+    # How often and how patiently a call is tried (core.call_budget: about a minute of outage).
+    retry_attempts = models.PositiveSmallIntegerField(default=call_budget.DEFAULT_ATTEMPTS)
+    retry_base_delay = models.FloatField(default=call_budget.DEFAULT_BASE_DELAY)
+    retry_max_delay = models.FloatField(default=call_budget.DEFAULT_MAX_DELAY)
     max_concurrent = models.PositiveIntegerField(default=8, help_text="0: no cap")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0: no cap")
     notes = models.TextField(blank=True)

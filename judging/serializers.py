@@ -5,6 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core import call_budget
 from corpus.models import Instrument
 from judging.models import Judge, JudgeMode, JudgeRun, PromptTemplate, ReasoningEffort, RunStatus
 
@@ -58,6 +59,9 @@ class JudgeSerializer(serializers.ModelSerializer):
             "structured_output",
             "format_retries",
             "timeout_seconds",
+            "retry_attempts",
+            "retry_base_delay",
+            "retry_max_delay",
             "max_concurrent",
             "requests_per_minute",
             "notes",
@@ -65,7 +69,10 @@ class JudgeSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["id", "mode", "created_at"]
         # A duplicate name is a conflict the service reports (409), not a format error.
-        extra_kwargs = {"name": {"validators": []}}
+        extra_kwargs = {
+            "name": {"validators": []},
+            **{name: {"help_text": text} for name, text in call_budget.HELP.items()},
+        }
 
 
 class JudgeRunCreateSerializer(serializers.Serializer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core import call_budget
 from corpus.models import Persona, PersonaSet, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.selectors import (
@@ -46,6 +47,28 @@ class UserAgentSerializer(serializers.Serializer):
     params = serializers.DictField(required=False, default=dict)
     max_concurrent = serializers.IntegerField(min_value=0, required=False, default=8)
     requests_per_minute = serializers.IntegerField(min_value=0, required=False, default=0)
+    timeout_seconds = serializers.FloatField(
+        min_value=call_budget.MIN_TIMEOUT, max_value=call_budget.MAX_TIMEOUT, required=False, default=60.0,
+        help_text=call_budget.HELP["timeout_seconds"],
+    )
+    retry_attempts = serializers.IntegerField(
+        min_value=1, max_value=call_budget.MAX_ATTEMPTS, required=False, default=call_budget.DEFAULT_ATTEMPTS,
+        help_text=call_budget.HELP["retry_attempts"],
+    )
+    retry_base_delay = serializers.FloatField(
+        min_value=0, max_value=call_budget.MAX_BASE_DELAY, required=False, default=call_budget.DEFAULT_BASE_DELAY,
+        help_text=call_budget.HELP["retry_base_delay"],
+    )
+    retry_max_delay = serializers.FloatField(
+        min_value=0, max_value=call_budget.MAX_MAX_DELAY, required=False, default=call_budget.DEFAULT_MAX_DELAY,
+        help_text=call_budget.HELP["retry_max_delay"],
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        found = call_budget.budget_problems(retry_base_delay=attrs["retry_base_delay"], retry_max_delay=attrs["retry_max_delay"])
+        if found:
+            raise serializers.ValidationError(found)
+        return attrs
 
 
 class SimulationBatchCreateSerializer(serializers.Serializer):
@@ -87,6 +110,8 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
             user_agent=UserAgent(
                 model=ua["model"], api_base=ua["api_base"], api_key_env=ua["api_key_env"], params=ua["params"],
                 max_concurrent=ua["max_concurrent"], requests_per_minute=ua["requests_per_minute"],
+                timeout_seconds=ua["timeout_seconds"], retry_attempts=ua["retry_attempts"],
+                retry_base_delay=ua["retry_base_delay"], retry_max_delay=ua["retry_max_delay"],
             ),
             exchanges=data["exchanges"],
             turns=data["turns"],
@@ -186,7 +211,8 @@ class SimulationBatchDetailSerializer(serializers.ModelSerializer):
         fields = [
             "code", "name", "status", "state", "state_label", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
             "user_model", "user_api_base", "user_api_key_env", "user_params", "user_max_concurrent",
-            "user_requests_per_minute", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
+            "user_requests_per_minute", "user_timeout_seconds", "user_retry_attempts", "user_retry_base_delay",
+            "user_retry_max_delay", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
             "role_slide_check", "persona_template", "reminder_template", "kickoff_template", "config",
             "progress", "created_at", "started_at", "finished_at", "cancelled_at",
         ]
