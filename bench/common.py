@@ -9,6 +9,12 @@ ratio = wall / ideal, ideal = calls x latency / concurrency. cpu_ms_per_call is 
 of the process(es) doing the work (all their threads; not the fake server, which runs in its
 own process as a remote provider would) divided by the LLM calls made. A ``bare-*`` mode is
 litellm alone on the same fake server: the app's own cost per call is the difference.
+
+``errors=N`` counts the calls that failed (an HTTP error, a dropped connection, a timeout): in a
+``bare-*`` mode each failed call is counted and skipped (litellm alone does not retry); in the
+app's modes it is the failed attempts the runs recorded, retried or not. A benchmark never
+crashes on them: a mode that cannot finish still prints its RESULT line, with ``error=...``.
+``--fail-every K`` makes the fake server answer every K-th request with a 500.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -55,15 +62,31 @@ def result_line(workload: str, **figures: Any) -> str:
     return "RESULT " + " ".join(parts)
 
 
+def fail_every(k: int) -> str:
+    """Return FakeServer setup code that answers every ``k``-th request with a 500 (0: none)."""
+    if k <= 0:
+        return ""
+    return (
+        "import itertools\n"
+        "from tests.support.fake_llm import http_500\n"
+        "_count, _begin = itertools.count(1), fake._begin\n"
+        "def _faulty_begin(request):\n"
+        "    reply, latency = _begin(request)\n"
+        f"    return (http_500() if next(_count) % {k} == 0 else reply), latency\n"
+        "fake._begin = _faulty_begin\n"
+    )
+
+
 class FakeServer:
     """FakeLLM in its own process (a remote provider's CPU is not the app's)."""
 
-    def __init__(self, latency: float, setup: str = "") -> None:
+    def __init__(self, latency: float, setup: str = "", fail_every_k: int = 0) -> None:
         code = (
             f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
             "from tests.support.fake_llm import FakeLLM\n"
             f"fake = FakeLLM(latency={latency!r}).start()\n"
             f"{setup}\n"
+            f"{fail_every(fail_every_k)}\n"
             "print(fake.base_url, flush=True)\n"
             "sys.stdin.read()\n"
         )
@@ -141,7 +164,9 @@ def bare_loop(
     """litellm alone on the same fake server: ``conversations`` x ``messages`` calls, both APIs.
 
     Returns the RESULT lines of ``bare-acompletion`` (one event loop, what the engine uses) and
-    ``bare-completion`` (one OS thread per conversation, what a thread pool does).
+    ``bare-completion`` (one OS thread per conversation, what a thread pool does). A call that
+    fails (a dropped connection under load, an HTTP error) is counted in ``errors`` and the
+    conversation goes on: one failure never ends the benchmark without its RESULT lines.
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from simulation.llm.client import _litellm
@@ -154,31 +179,60 @@ def bare_loop(
     calls = conversations * messages
     ideal = calls * latency / concurrency
     lines = []
+    errors: dict[str, int] = {}
+    kinds: dict[str, set[str]] = {}
+    counting = threading.Lock()  # the thread-per-call baseline fails from many threads at once
+
+    def failed(mode: str, exc: BaseException) -> None:
+        with counting:
+            errors[mode] = errors.get(mode, 0) + 1
+            kinds.setdefault(mode, set()).add(type(exc).__name__)
+
+    def line(mode: str, wall: float, cpu: float) -> str:
+        extra = {"error_kinds": ",".join(sorted(kinds[mode]))} if kinds.get(mode) else {}
+        return result_line(workload, mode=mode, ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls, rss_mb=rss_mb(),
+                           wall_s=wall, ideal_s=ideal, calls=calls, errors=errors.get(mode, 0), **extra)
 
     async def async_loop() -> None:
         gate = asyncio.Semaphore(concurrency)
 
+        async def call() -> None:
+            try:
+                await litellm.acompletion(**kwargs)
+            except Exception as exc:  # counted, never the end of the benchmark
+                failed("bare-acompletion", exc)
+
         async def one() -> None:
             async with gate:
                 for _ in range(messages):
-                    await litellm.acompletion(**kwargs)
+                    await call()
 
-        await litellm.acompletion(**kwargs)  # warm-up: client and connection
+        await call()  # warm-up: client and connection
+        errors.pop("bare-acompletion", None)
+        kinds.pop("bare-acompletion", None)
         cpu0, t0 = cpu_seconds(), time.perf_counter()
         await asyncio.gather(*(one() for _ in range(conversations)))
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-        lines.append(result_line(workload, mode="bare-acompletion", ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls, rss_mb=rss_mb(), wall_s=wall, ideal_s=ideal, calls=calls))
+        lines.append(line("bare-acompletion", wall, cpu))
 
     asyncio.run(async_loop())
 
+    def call_blocking() -> None:
+        try:
+            litellm.completion(**kwargs)
+        except Exception as exc:  # counted, never the end of the benchmark
+            failed("bare-completion", exc)
+
     def conversation(_: int) -> None:
         for _ in range(messages):
-            litellm.completion(**kwargs)
+            call_blocking()
 
-    litellm.completion(**kwargs)
+    call_blocking()
+    errors.pop("bare-completion", None)
+    kinds.pop("bare-completion", None)
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(conversation, range(conversations)))
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-    lines.append(result_line(workload, mode="bare-completion", ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls, rss_mb=rss_mb(), wall_s=wall, ideal_s=ideal, calls=calls))
+    lines.append(line("bare-completion", wall, cpu))
     return "\n".join(lines)

@@ -209,7 +209,8 @@ def child(args: argparse.Namespace) -> None:
                 result_line(
                     workload, mode=label, db=db_name, ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / max(calls, 1),
                     rss_mb="/".join(f"{r:.0f}" for r in rss), wall_s=wall, ideal_s=ideal, calls=calls,
-                    status=run.status, cached_cpu_ms_per_result=cached_cpu * 1000 / max(cached.n_total, 1),
+                    status=run.status, errors=run.n_failed_calls, failed=run.n_failed,
+                    cached_cpu_ms_per_result=cached_cpu * 1000 / max(cached.n_total, 1),
                     cached_wall_s=cached_wall, cached=f"{cached.n_cached}/{cached.n_calls}",
                 ),
                 flush=True,
@@ -228,13 +229,14 @@ def main() -> None:
     parser.add_argument("--modes", default="bare,inprocess,worker")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--fail-every", type=int, default=0, help="the fake server answers every K-th request with a 500")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--fake-url", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
         return
-    fake = FakeServer(args.latency, setup=FAKE_SETUP)
+    fake = FakeServer(args.latency, setup=FAKE_SETUP, fail_every_k=args.fail_every)
     print(
         f"judge bench: checklist 3 x {args.conversations} and question flow 1 x {args.conversations} "
         f"({FLOW_QUESTIONS} questions each), {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight "
@@ -247,11 +249,15 @@ def main() -> None:
             if mode == "bare":
                 schema = {"type": "json_schema", "json_schema": {"name": "checklist_labels", "strict": True, "schema": {
                     "type": "object", "properties": {"items": {"type": "object", "properties": {f"amhart_{i:02d}": {"type": "object"} for i in range(1, 15)}}}}}}
-                print(bare_loop(
-                    fake.base_url, conversations=3 * args.conversations, messages=1, concurrency=args.concurrency,
-                    latency=args.latency, workload=f"judge-checklist-3x{args.conversations}-c{args.concurrency}",
-                    response_format=schema, prompt_words=1500,
-                ), flush=True)
+                workload = f"judge-checklist-3x{args.conversations}-c{args.concurrency}"
+                try:
+                    print(bare_loop(
+                        fake.base_url, conversations=3 * args.conversations, messages=1, concurrency=args.concurrency,
+                        latency=args.latency, workload=workload, response_format=schema, prompt_words=1500,
+                    ), flush=True)
+                except Exception as exc:  # a mode that cannot finish still says so, and the others run
+                    print(result_line(workload, mode="bare", error=type(exc).__name__), flush=True)
+                    print(f"bare: {exc}", file=sys.stderr)
                 continue
             env = dict(os.environ)
             env.update(
@@ -274,7 +280,7 @@ def main() -> None:
                 command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-            print("\n".join(lines) if lines else f"RESULT workload=judge mode={mode} error=see-below", flush=True)
+            print("\n".join(lines) if lines else result_line("judge", mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
             if done.returncode != 0 or not lines:
                 print(done.stderr[-3000:], file=sys.stderr)
     finally:

@@ -151,7 +151,7 @@ def child(args: argparse.Namespace) -> None:
     django.setup()
     from django.core.management import call_command
     from django.db import connections
-    from django.db.models import Max
+    from django.db.models import Max, Sum
 
     from corpus.models import Message
     from simulation.models import SimulationRun
@@ -215,11 +215,14 @@ def child(args: argparse.Namespace) -> None:
             workers.stop()
         results = []
     runs = SimulationRun.objects.filter(pk__in=run_ids)
-    made = runs.values_list("calls", flat=True)
-    calls_made = sum(made) or calls
+    counted = runs.aggregate(calls=Sum("calls"), failed_calls=Sum("failed_calls"))
+    calls_made = counted["calls"] or calls
     not_done = [(r.pk, r.status, r.error[:200]) for r in runs.exclude(status="done")[:3]]
     messages = Message.objects.filter(conversation__simulation_run__in=run_ids).count()
     extra["done"] = f"{runs.filter(status='done').count()}/{len(run_ids)}"
+    # Every failed attempt (retried or not) the runs recorded, and the conversations that failed.
+    extra["errors"] = counted["failed_calls"] or 0
+    extra["failed"] = runs.filter(status="failed").count()
     print(
         result_line(
             workload, mode=mode if args.processes == 1 else f"{mode}x{args.processes}", db=db_name,
@@ -246,6 +249,7 @@ def main() -> None:
     parser.add_argument("--modes", default="bare,inprocess,worker")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--fail-every", type=int, default=0, help="the fake server answers every K-th request with a 500")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--fake-url", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -253,7 +257,7 @@ def main() -> None:
         child(args)
         return
 
-    fake = FakeServer(args.latency)
+    fake = FakeServer(args.latency, fail_every_k=args.fail_every)
     print(
         f"simulate bench: {args.conversations} conversations x {args.messages} messages, "
         f"{args.latency * 1000:.0f} ms per call, {args.concurrency} in flight over {args.processes} process(es), "
@@ -262,13 +266,17 @@ def main() -> None:
     )
     try:
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            workload = f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}"
             if mode == "bare":
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                print(bare_loop(
-                    fake.base_url, conversations=args.conversations, messages=args.messages,
-                    concurrency=args.concurrency, latency=args.latency,
-                    workload=f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}",
-                ), flush=True)
+                try:
+                    print(bare_loop(
+                        fake.base_url, conversations=args.conversations, messages=args.messages,
+                        concurrency=args.concurrency, latency=args.latency, workload=workload,
+                    ), flush=True)
+                except Exception as exc:  # a mode that cannot finish still says so, and the others run
+                    print(result_line(workload, mode="bare", error=type(exc).__name__), flush=True)
+                    print(f"bare: {exc}", file=sys.stderr)
                 continue
             if mode == "worker-redis":
                 import redis
@@ -279,10 +287,10 @@ def main() -> None:
                 command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
             done = subprocess.run(command, env=_child_environment(args, mode), capture_output=True, text=True)
             lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-            print("\n".join(lines) if lines else f"RESULT workload=simulate mode={mode} error=see-below", flush=True)
+            print("\n".join(lines) if lines else result_line(workload, mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
             if done.returncode != 0 or not lines:
                 print(done.stderr[-3000:], file=sys.stderr)
-            elif done.stderr.strip():
+            elif any("not done" in line for line in done.stderr.splitlines()):
                 print("\n".join(line for line in done.stderr.splitlines() if "not done" in line), file=sys.stderr)
     finally:
         fake.close()

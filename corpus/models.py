@@ -14,6 +14,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core import call_budget
+
 
 class PersonaSet(models.Model):
     """A versioned set of persona cards (e.g. the eight AMHART adolescents, VERA-MH v1.1)."""
@@ -95,7 +97,12 @@ class Target(models.Model):
     # Limits shared by every worker (Redis when REDIS_URL is set): 0 means none.
     max_concurrent = models.PositiveIntegerField(default=4)
     requests_per_minute = models.PositiveIntegerField(default=0)
+    # Each call: how long one attempt may wait, how often and how patiently it is tried
+    # (core.call_budget: the defaults ride out about a minute of provider outage).
     timeout_seconds = models.FloatField(default=60.0)
+    retry_attempts = models.PositiveSmallIntegerField(default=call_budget.DEFAULT_ATTEMPTS)
+    retry_base_delay = models.FloatField(default=call_budget.DEFAULT_BASE_DELAY)
+    retry_max_delay = models.FloatField(default=call_budget.DEFAULT_MAX_DELAY)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

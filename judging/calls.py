@@ -25,8 +25,9 @@ from simulation.llm import (
 from simulation.llm.client import refuse_by_secrets_policy
 from simulation.llm.engine import db_batch
 
-# Tests shorten the waits between retried calls by replacing this.
-RETRY_POLICY: RetryPolicy = DEFAULT_RETRY
+# One policy for every judge call instead of each judge's own budget; tests shorten the waits
+# between retried calls by setting it. None: each judge's budget (``Judge.retry_*``).
+RETRY_POLICY: RetryPolicy | None = None
 LIMITER_BUDGET = "judging"
 
 
@@ -43,6 +44,7 @@ class JudgeCallConfig:
     requests_per_minute: int
     structured_output: bool
     format_retries: int
+    retry: RetryPolicy = DEFAULT_RETRY  # the judge's budget (runs created before it: the default)
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> JudgeCallConfig:
@@ -56,6 +58,9 @@ class JudgeCallConfig:
             requests_per_minute=int(snapshot.get("requests_per_minute") or 0),
             structured_output=bool(snapshot.get("structured_output", True)),
             format_retries=int(snapshot.get("format_retries", 2)),
+            retry=RetryPolicy.of(
+                snapshot.get("retry_attempts"), snapshot.get("retry_base_delay"), snapshot.get("retry_max_delay")
+            ),
         )
 
     def spec(self) -> ModelSpec:
@@ -121,7 +126,7 @@ class Caller:
             )
             try:
                 result = await achat(
-                    spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter,
+                    spec, messages, response_format=response_format, retry=RETRY_POLICY or self.config.retry, limiter=limiter,
                     known_hash=rhash,
                 )
             except LLMError as exc:
@@ -161,10 +166,19 @@ class Caller:
         return entries
 
     def totals(self) -> dict[str, Any]:
-        """Return calls, cached calls, tokens, cost and calls of unknown price."""
+        """Return calls, failed and cached calls, tokens, cost and calls of unknown price.
+
+        A call is an HTTP request (each attempt of a retried call, the failed ones included) or
+        a reply the cache answered; a call that failed for good is all failed attempts.
+        """
         ok = [r for r in self.records if "error" not in r]
+        requests = [int(r.get("attempts") or 0) for r in self.records if not r.get("cached")]
+        failed = sum(int(r.get("attempts") or 0) for r in self.records if "error" in r) + sum(
+            max(int(r.get("attempts") or 1) - 1, 0) for r in ok if not r.get("cached")
+        )
         return {
-            "n_calls": len(self.records),
+            "n_calls": sum(requests) + sum(1 for r in ok if r.get("cached")),
+            "n_failed_calls": failed,
             "n_cached": sum(1 for r in ok if r.get("cached")),
             "prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in ok if not r.get("cached")),
             "completion_tokens": sum(

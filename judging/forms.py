@@ -8,7 +8,9 @@ from typing import Any
 
 from django import forms
 
+from core import call_budget
 from core.bounded import TooComplex, json_loads
+from core.call_budget_forms import budget_field, clean_budget
 from core.secrets_policy import key_env_hint
 from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
@@ -43,7 +45,12 @@ class JudgeForm(forms.Form):
     prompt = forms.ModelChoiceField(queryset=PromptTemplate.objects.all(), required=False, help_text="Blank: the team-written default for the mode")
     structured_output = forms.BooleanField(required=False, initial=True, help_text="Question flows: send the answer options as a JSON schema (checklists always do)")
     format_retries = forms.IntegerField(min_value=0, max_value=5, initial=2)
-    timeout_seconds = forms.IntegerField(min_value=5, max_value=1800, initial=120)
+    timeout_seconds = forms.IntegerField(
+        min_value=5, max_value=1800, initial=120, label="Timeout (seconds)", help_text=call_budget.HELP["timeout_seconds"]
+    )
+    retry_attempts = budget_field("retry_attempts")
+    retry_base_delay = budget_field("retry_base_delay")
+    retry_max_delay = budget_field("retry_max_delay")
     max_concurrent = forms.IntegerField(min_value=0, initial=8, help_text="Calls in flight to this model at once (0: no cap)")
     requests_per_minute = forms.IntegerField(min_value=0, initial=0, help_text="0: no cap")
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
@@ -54,6 +61,11 @@ class JudgeForm(forms.Form):
             f"The NAME of the environment variable holding the key, named like {key_env_hint()} (never the key itself)"
         )
         self.fields["api_base"].help_text = "Blank: the provider's own endpoint. Its host must be an allowed API host."
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        clean_budget(self, cleaned)
+        return cleaned
 
     def clean_params(self) -> dict[str, Any]:
         text = self.cleaned_data.get("params") or "{}"

@@ -9,6 +9,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 
+from core import call_budget
+from core.call_budget import budget_problems
 from core.secrets_policy import api_host_approve, destination_problems
 from corpus.models import Instrument, InstrumentKind
 from judging import prompts
@@ -147,6 +149,9 @@ def judge_create(
     structured_output: bool = True,
     format_retries: int = 2,
     timeout_seconds: int = 120,
+    retry_attempts: int = call_budget.DEFAULT_ATTEMPTS,
+    retry_base_delay: float = call_budget.DEFAULT_BASE_DELAY,
+    retry_max_delay: float = call_budget.DEFAULT_MAX_DELAY,
     max_concurrent: int = 8,
     requests_per_minute: int = 0,
     notes: str = "",
@@ -180,6 +185,13 @@ def judge_create(
         raise JudgingError(f"prompt {prompt} is for {prompt.mode} judges, this judge is a {mode} judge")
     if format_retries > 5:
         raise JudgingError("at most 5 format retries")
+    budget = {
+        "timeout_seconds": timeout_seconds, "retry_attempts": retry_attempts,
+        "retry_base_delay": retry_base_delay, "retry_max_delay": retry_max_delay,
+    }
+    refused_budget = [problem for found in budget_problems(**budget).values() for problem in found]
+    if refused_budget:
+        raise JudgingError("; ".join(refused_budget))
     api_host_approve(url=api_base, actor=created_by, note=f"set on judge {name}")
     return Judge.objects.create(
         name=name,
@@ -195,7 +207,7 @@ def judge_create(
         prompt=prompt,
         structured_output=True if mode == JudgeMode.CHECKLIST else structured_output,
         format_retries=format_retries,
-        timeout_seconds=timeout_seconds,
+        **budget,
         max_concurrent=max_concurrent,
         requests_per_minute=requests_per_minute,
         notes=notes,
@@ -215,7 +227,9 @@ def judge_clone_initial(judge: Judge) -> dict[str, Any]:
         "api_base": judge.api_base, "api_key_env": judge.api_key_env, "temperature": judge.temperature,
         "reasoning_effort": judge.reasoning_effort, "params": judge.params, "prompt": judge.prompt,
         "structured_output": judge.structured_output, "format_retries": judge.format_retries,
-        "timeout_seconds": judge.timeout_seconds, "max_concurrent": judge.max_concurrent,
+        "timeout_seconds": judge.timeout_seconds, "retry_attempts": judge.retry_attempts,
+        "retry_base_delay": judge.retry_base_delay, "retry_max_delay": judge.retry_max_delay,
+        "max_concurrent": judge.max_concurrent,
         "requests_per_minute": judge.requests_per_minute, "notes": judge.notes,
     }
 
@@ -237,6 +251,9 @@ def judge_snapshot(judge: Judge, *, position: int) -> dict[str, Any]:
         "structured_output": judge.structured_output,
         "format_retries": judge.format_retries,
         "timeout_seconds": judge.timeout_seconds,
+        "retry_attempts": judge.retry_attempts,
+        "retry_base_delay": judge.retry_base_delay,
+        "retry_max_delay": judge.retry_max_delay,
         "max_concurrent": judge.max_concurrent,
         "requests_per_minute": judge.requests_per_minute,
     }

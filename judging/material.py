@@ -207,3 +207,29 @@ def flow_labels(result: JudgeResult, flow: Flow, outcome: FlowOutcome) -> list[J
                 )
             )
     return labels
+
+
+def failure_reason(error_kind: str, error: str) -> str:
+    """Return the reason a MISSING label gives for a failed judgement: its kind and its error."""
+    if not error:
+        return error_kind or "the judgement failed"
+    return error if not error_kind or error.startswith(error_kind) else f"{error_kind}: {error}"
+
+
+def missing_labels(result: JudgeResult, view: InstrumentView, reason: str) -> list[JudgeLabel]:
+    """Return a MISSING label with ``reason`` for every item (or flow dimension) of ``view``.
+
+    What a judgement that failed before any reply could be read (an internal error, Redis or
+    the database, a worker lost every time, a task the queue refused) stores: like an LLM
+    failure, it leaves no item without a label and says why.
+    """
+    keys = [(LabelKind.ITEM, item.key) for item in view.items] if view.flow is None else [
+        (LabelKind.DIMENSION, dimension) for dimension in view.flow.dimensions
+    ]
+    return [
+        JudgeLabel(
+            result=result, kind=kind, item_key=key, position=position,
+            status=LabelStatus.MISSING, missing_reason=reason,
+        )
+        for position, (kind, key) in enumerate(keys)
+    ]

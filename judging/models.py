@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core import call_budget
+
 
 class JudgeMode(models.TextChoices):
     CHECKLIST = "checklist", "Checklist (one call per conversation, JSON schema)"
@@ -93,6 +95,10 @@ class Judge(models.Model):
         default=2, help_text="How often an invalid reply is sent back with the error"
     )
     timeout_seconds = models.PositiveIntegerField(default=120)
+    # How often and how patiently a call is tried (core.call_budget: about a minute of outage).
+    retry_attempts = models.PositiveSmallIntegerField(default=call_budget.DEFAULT_ATTEMPTS)
+    retry_base_delay = models.FloatField(default=call_budget.DEFAULT_BASE_DELAY)
+    retry_max_delay = models.FloatField(default=call_budget.DEFAULT_MAX_DELAY)
     max_concurrent = models.PositiveIntegerField(default=8, help_text="0: no cap")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0: no cap")
     notes = models.TextField(blank=True)
@@ -163,7 +169,10 @@ class JudgeRun(models.Model):
     n_total = models.PositiveIntegerField(default=0)
     n_done = models.PositiveIntegerField(default=0)
     n_failed = models.PositiveIntegerField(default=0)
+    # Calls: every HTTP request made to a judge (failed attempts included) and every reply the
+    # cache answered; of them, the failed attempts and the cached replies.
     n_calls = models.PositiveIntegerField(default=0)
+    n_failed_calls = models.PositiveIntegerField(default=0, help_text="Of the calls, the attempts that failed")
     n_cached = models.PositiveIntegerField(default=0, help_text="Calls answered from the cache")
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
@@ -191,6 +200,11 @@ class JudgeRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
+
+    @property
+    def n_answered_calls(self) -> int:
+        """Return the calls a provider answered with an accepted reply (not cached, not failed): the ones with a price."""
+        return max(self.n_calls - self.n_failed_calls - self.n_cached, 0)
 
 
 class ResultStatus(models.TextChoices):
@@ -220,6 +234,7 @@ class JudgeResult(models.Model):
     # One record per LLM call: request hash, tokens, cost, cached, attempts, format retry.
     calls = models.JSONField(default=list, blank=True)
     n_calls = models.PositiveIntegerField(default=0)
+    n_failed_calls = models.PositiveIntegerField(default=0)
     n_cached = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -40,8 +40,10 @@ from judging.judges import judge_snapshot
 from judging.material import (
     checklist_labels,
     conversation_materials,
+    failure_reason,
     flow_labels,
     instrument_view,
+    missing_labels,
     prompt_get_cached,
     vote_keys,
 )
@@ -77,9 +79,24 @@ def _not_queued(result_ids: list[int], cause: str) -> None:
     now = timezone.now()
     error = f"not queued: the task queue did not answer ({cause})"
     with transaction.atomic():
-        JudgeResult.objects.filter(pk__in=result_ids, status=ResultStatus.PENDING).update(
+        failed = list(
+            JudgeResult.objects.select_for_update()
+            .filter(pk__in=result_ids, status=ResultStatus.PENDING)
+            .select_related("run")
+        )
+        JudgeResult.objects.filter(pk__in=[r.pk for r in failed]).update(
             status=ResultStatus.FAILED, error_kind="queue", error=error[:2000], finished_at=now
         )
+        # Like every failure, one MISSING label per item with the reason (none left from before).
+        JudgeLabel.objects.filter(result_id__in=[r.pk for r in failed]).delete()
+        insert_rows(JudgeLabel, [
+            label
+            for r in failed
+            for label in missing_labels(
+                r, instrument_view(r.run.instrument_id, r.run.config["instrument"]["content_hash"]),
+                failure_reason("queue", error),
+            )
+        ])
         for run_id in set(JudgeResult.objects.filter(pk__in=result_ids).values_list("run_id", flat=True)):
             judge_run_refresh(run_id=run_id)
 
@@ -400,7 +417,7 @@ def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
     return run_job(lambda: judge_result_job(result_id=result_id, owner=owner))
 
 
-_COUNTERS = ("n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
+_COUNTERS = ("n_done", "n_failed", "n_calls", "n_failed_calls", "n_cached", "prompt_tokens", "completion_tokens", "cost_usd", "cost_unknown_calls")
 
 
 @transaction.atomic
@@ -424,6 +441,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
                 ended_by=o.ended_by,
                 calls=o.caller.records,
                 n_calls=totals["n_calls"],
+                n_failed_calls=totals["n_failed_calls"],
                 n_cached=totals["n_cached"],
                 prompt_tokens=totals["prompt_tokens"],
                 completion_tokens=totals["completion_tokens"],
@@ -439,7 +457,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
             continue
         if o.result.attempts > 1:  # a first attempt has no labels to replace
             replaced.append(o.result.pk)
-        labels += o.labels
+        labels += o.labels or _missing_labels(o)
         cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
         failed = o.status == ResultStatus.FAILED
         delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
@@ -447,6 +465,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
             ("n_done", 0 if failed else 1),
             ("n_failed", 1 if failed else 0),
             ("n_calls", totals["n_calls"]),
+            ("n_failed_calls", totals["n_failed_calls"]),
             ("n_cached", totals["n_cached"]),
             ("prompt_tokens", totals["prompt_tokens"]),
             ("completion_tokens", totals["completion_tokens"]),
@@ -467,6 +486,15 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
     return stored
 
 
+def _missing_labels(o: _Outcome) -> list[JudgeLabel]:
+    """Return MISSING labels for a failure that left none (internal, Redis, database, worker lost)."""
+    if o.status != ResultStatus.FAILED:
+        return []
+    run = o.result.run
+    view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
+    return missing_labels(o.result, view, failure_reason(o.error_kind, o.error))
+
+
 @transaction.atomic
 def judge_run_refresh(*, run_id: int) -> JudgeRun:
     """Recount progress and cost from the results; vote the ensemble once all are finished."""
@@ -477,6 +505,7 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
         failed=Count("id", filter=Q(status=ResultStatus.FAILED)),
         open=Count("id", filter=Q(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING])),
         calls=Sum("n_calls"),
+        failed_calls=Sum("n_failed_calls"),
         cached=Sum("n_cached"),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
@@ -485,9 +514,10 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
     )
     run.n_total, run.n_done, run.n_failed = agg["total"], agg["done"], agg["failed"]
     run.n_calls, run.n_cached = agg["calls"] or 0, agg["cached"] or 0
+    run.n_failed_calls = agg["failed_calls"] or 0
     run.prompt_tokens, run.completion_tokens = agg["prompt_tokens"] or 0, agg["completion_tokens"] or 0
     run.cost_usd, run.cost_unknown_calls = agg["cost"] or Decimal("0"), agg["unknown"] or 0
-    fields = ["n_total", "n_done", "n_failed", "n_calls", "n_cached", "prompt_tokens",
+    fields = ["n_total", "n_done", "n_failed", "n_calls", "n_failed_calls", "n_cached", "prompt_tokens",
               "completion_tokens", "cost_usd", "cost_unknown_calls", "updated_at"]
     if agg["open"] == 0 and run.status not in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED):
         view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])

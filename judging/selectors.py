@@ -219,6 +219,7 @@ class JudgeSummary:
     cached: int = 0
     tokens: int = 0
     cost: float = 0.0
+    failed_calls: int = 0
 
 
 @dataclass
@@ -274,6 +275,7 @@ def run_overview(run: JudgeRun, *, failures_limit: int = 50) -> RunOverview:
         failed=Count("id", filter=Q(status=ResultStatus.FAILED)),
         open=Count("id", filter=Q(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING])),
         calls=Sum("n_calls"),
+        failed_calls=Sum("n_failed_calls"),
         cached=Sum("n_cached"),
         tokens=Sum("prompt_tokens") + Sum("completion_tokens"),
         cost=Sum("cost_usd"),
@@ -283,6 +285,7 @@ def run_overview(run: JudgeRun, *, failures_limit: int = 50) -> RunOverview:
         if s is not None:
             s.done, s.failed, s.open = row["done"], row["failed"], row["open"]
             s.calls, s.cached, s.tokens = row["calls"] or 0, row["cached"] or 0, row["tokens"] or 0
+            s.failed_calls = row["failed_calls"] or 0
             s.cost = float(row["cost"] or 0)
     failed = run.results.filter(status=ResultStatus.FAILED)
     failures = list(failed.select_related("judge", "conversation").order_by("conversation_id", "judge_id", "instance")[:failures_limit])

@@ -5,6 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core import call_budget
 from corpus.models import Instrument
 from judging.models import Judge, JudgeMode, JudgeRun, PromptTemplate, ReasoningEffort, RunStatus
 
@@ -58,6 +59,9 @@ class JudgeSerializer(serializers.ModelSerializer):
             "structured_output",
             "format_retries",
             "timeout_seconds",
+            "retry_attempts",
+            "retry_base_delay",
+            "retry_max_delay",
             "max_concurrent",
             "requests_per_minute",
             "notes",
@@ -65,7 +69,10 @@ class JudgeSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["id", "mode", "created_at"]
         # A duplicate name is a conflict the service reports (409), not a format error.
-        extra_kwargs = {"name": {"validators": []}}
+        extra_kwargs = {
+            "name": {"validators": []},
+            **{name: {"help_text": text} for name, text in call_budget.HELP.items()},
+        }
 
 
 class JudgeRunCreateSerializer(serializers.Serializer):
@@ -125,6 +132,7 @@ class JudgeRunSerializer(serializers.ModelSerializer):
             "n_done",
             "n_failed",
             "n_calls",
+            "n_failed_calls",
             "n_cached",
             "prompt_tokens",
             "completion_tokens",
@@ -156,8 +164,11 @@ class JudgeRunProgressSerializer(serializers.Serializer):
     n_stalled = serializers.SerializerMethodField(
         help_text="Running results whose worker stopped answering (lease expired); retry takes them back"
     )
-    n_calls = serializers.IntegerField()
-    n_cached = serializers.IntegerField()
+    n_calls = serializers.IntegerField(
+        help_text="Every HTTP request made to the judges (failed attempts included) and every reply from the cache"
+    )
+    n_failed_calls = serializers.IntegerField(help_text="Of the calls, the attempts that failed (retried or not)")
+    n_cached = serializers.IntegerField(help_text="Of the calls, the replies answered from the cache (free)")
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)

@@ -18,6 +18,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core import call_budget
+from core.call_budget import budget_problems
 from core.codes import new_code
 from core.enqueue import enqueue_on_commit
 from core.recovery import recovery_seconds
@@ -53,6 +55,11 @@ class UserAgent:
     params: Mapping[str, Any] = field(default_factory=dict)
     max_concurrent: int = 8
     requests_per_minute: int = 0
+    # Per call: one attempt's timeout and the retry budget (core.call_budget).
+    timeout_seconds: float = 60.0
+    retry_attempts: int = call_budget.DEFAULT_ATTEMPTS
+    retry_base_delay: float = call_budget.DEFAULT_BASE_DELAY
+    retry_max_delay: float = call_budget.DEFAULT_MAX_DELAY
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,8 @@ def _config(batch: SimulationBatch, targets: list[Target], personas: list[Person
                 "code": t.code, "kind": t.kind, "model": t.model, "api_base": t.api_base, "params": t.params,
                 "system_prompt_sha256": hashlib.sha256(t.system_prompt.encode()).hexdigest(),
                 "max_concurrent": t.max_concurrent, "requests_per_minute": t.requests_per_minute,
+                "timeout_seconds": t.timeout_seconds, "retry_attempts": t.retry_attempts,
+                "retry_base_delay": t.retry_base_delay, "retry_max_delay": t.retry_max_delay,
             }
             for t in targets
         ],
@@ -181,6 +190,8 @@ def _config(batch: SimulationBatch, targets: list[Target], personas: list[Person
             "model": batch.user_model, "api_base": batch.user_api_base, "api_key_env": batch.user_api_key_env,
             "params": batch.user_params, "max_concurrent": batch.user_max_concurrent,
             "requests_per_minute": batch.user_requests_per_minute,
+            "timeout_seconds": batch.user_timeout_seconds, "retry_attempts": batch.user_retry_attempts,
+            "retry_base_delay": batch.user_retry_base_delay, "retry_max_delay": batch.user_retry_max_delay,
         },
         "turns": batch.turns, "exchanges": batch.exchanges, "first_speaker": batch.first_speaker,
         "word_cap": batch.word_cap, "end_marker": batch.end_marker, "role_slide_check": batch.role_slide_check,
@@ -232,6 +243,12 @@ def simulation_batch_create(
         ModelSpec(model=spec.user_agent.model, params=spec.user_agent.params)
     except ValueError as exc:
         problems.append(f"user-agent parameters: {exc}")
+    ua = spec.user_agent
+    for found in budget_problems(
+        timeout_seconds=ua.timeout_seconds, retry_attempts=ua.retry_attempts,
+        retry_base_delay=ua.retry_base_delay, retry_max_delay=ua.retry_max_delay,
+    ).values():
+        problems.extend(f"user-agent: {problem}" for problem in found)
     problems.check(spec.word_cap is None or spec.word_cap >= 1, "the word cap must be at least 1")
     if spec.protocol == Protocol.AMHART:
         missing = [p.key for p in personas if not p.opening_message.strip()]
@@ -253,7 +270,9 @@ def simulation_batch_create(
         code=_batch_code(), name=spec.name.strip(), protocol=spec.protocol, persona_set=persona_set,
         repetitions=spec.repetitions, user_model=ua.model.strip(), user_api_base=ua.api_base,
         user_api_key_env=ua.api_key_env, user_params=dict(ua.params), user_max_concurrent=ua.max_concurrent,
-        user_requests_per_minute=ua.requests_per_minute, exchanges=exchanges, turns=turns,
+        user_requests_per_minute=ua.requests_per_minute, user_timeout_seconds=ua.timeout_seconds,
+        user_retry_attempts=ua.retry_attempts, user_retry_base_delay=ua.retry_base_delay,
+        user_retry_max_delay=ua.retry_max_delay, exchanges=exchanges, turns=turns,
         first_speaker=spec.first_speaker, word_cap=spec.word_cap, end_marker=spec.end_marker.strip(),
         role_slide_check=spec.role_slide_check, persona_template=persona_template,
         reminder_template=reminder, kickoff_template=kickoff, created_by=user, started_at=now,

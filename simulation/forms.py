@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from core.call_budget_forms import budget_field, clean_budget
 from core.parsers import BoundedJSONField
 
 
@@ -49,6 +50,10 @@ class SimulationBatchForm(forms.Form):
     )
     user_max_concurrent = forms.IntegerField(min_value=0, initial=8, label="User-agent concurrent calls (0 = no cap)")
     user_requests_per_minute = forms.IntegerField(min_value=0, initial=0, label="User-agent requests per minute (0 = no limit)")
+    user_timeout_seconds = budget_field("timeout_seconds", who="user-agent")
+    user_retry_attempts = budget_field("retry_attempts", who="user-agent")
+    user_retry_base_delay = budget_field("retry_base_delay", who="user-agent")
+    user_retry_max_delay = budget_field("retry_max_delay", who="user-agent")
     exchanges = forms.IntegerField(required=False, min_value=1, max_value=200, help_text="AMHART: user/chatbot pairs (default 10)")
     turns = forms.IntegerField(required=False, min_value=1, max_value=400, help_text="VERA-MH: messages, the chatbot speaking last (default 20)")
     first_speaker = forms.ChoiceField(choices=[("user", "Persona"), ("chatbot", "Chatbot")], initial="user")
@@ -75,6 +80,11 @@ class SimulationBatchForm(forms.Form):
             ("kickoff_template", PromptTemplate.Kind.KICKOFF),
         ):
             self.fields[name].queryset = PromptTemplate.objects.filter(kind=kind).order_by("key", "-version")
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        cleaned = super().clean()
+        clean_budget(self, cleaned, prefix="user_")
+        return cleaned
 
     def clean_user_params(self):  # type: ignore[no-untyped-def]
         value = self.cleaned_data.get("user_params") or {}
@@ -104,6 +114,10 @@ class SimulationBatchForm(forms.Form):
                 params=data.get("user_params") or {},
                 max_concurrent=data["user_max_concurrent"],
                 requests_per_minute=data["user_requests_per_minute"],
+                timeout_seconds=data["user_timeout_seconds"],
+                retry_attempts=data["user_retry_attempts"],
+                retry_base_delay=data["user_retry_base_delay"],
+                retry_max_delay=data["user_retry_max_delay"],
             ),
             exchanges=data.get("exchanges"),
             turns=data.get("turns"),

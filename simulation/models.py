@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core import call_budget
 from corpus.models import Conversation, Persona, PersonaSet, Target
 
 
@@ -82,6 +83,11 @@ class SimulationBatch(models.Model):
     user_params = models.JSONField(default=dict, blank=True)
     user_max_concurrent = models.PositiveIntegerField(default=8, help_text="0 = no cap")
     user_requests_per_minute = models.PositiveIntegerField(default=0, help_text="0 = no limit")
+    # The user-agent's timeout and retry budget per call (core.call_budget).
+    user_timeout_seconds = models.FloatField(default=60.0)
+    user_retry_attempts = models.PositiveSmallIntegerField(default=call_budget.DEFAULT_ATTEMPTS)
+    user_retry_base_delay = models.FloatField(default=call_budget.DEFAULT_BASE_DELAY)
+    user_retry_max_delay = models.FloatField(default=call_budget.DEFAULT_MAX_DELAY)
     exchanges = models.PositiveIntegerField(null=True, blank=True, help_text="AMHART: user/chatbot pairs")
     turns = models.PositiveIntegerField(help_text="Messages per conversation when none ends early")
     first_speaker = models.CharField(max_length=10, choices=Speaker.choices, default=Speaker.USER)
@@ -144,7 +150,11 @@ class SimulationRun(models.Model):
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=30, blank=True)
     messages_done = models.PositiveIntegerField(default=0)
+    # Every HTTP request made to a model (user-agent and chatbot), failed attempts included.
     calls = models.PositiveIntegerField(default=0)
+    failed_calls = models.PositiveIntegerField(
+        default=0, help_text="Of the calls, the attempts that failed (an error or an empty reply), retried or not"
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)

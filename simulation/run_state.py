@@ -322,8 +322,10 @@ def _message_updates(ctx: RunContext, result: LLMResult | None) -> dict[str, Any
         "lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds()),
     }
     if result is not None and not result.cached:
+        # Every attempt was an HTTP request; all but the last one failed (an error, an empty reply).
         updates.update(
-            calls=F("calls") + 1,
+            calls=F("calls") + max(result.attempts, 1),
+            failed_calls=F("failed_calls") + max(result.attempts - 1, 0),
             prompt_tokens=F("prompt_tokens") + result.prompt_tokens,
             completion_tokens=F("completion_tokens") + result.completion_tokens,
             cost_usd=F("cost_usd") + (result.cost_usd or 0.0),
@@ -421,7 +423,9 @@ def _store_message(
 
 
 
-def _close(ctx: RunContext, *, status: str, ended_early: bool, error: str = "", kind: str = "") -> None:
+def _close(
+    ctx: RunContext, *, status: str, ended_early: bool, error: str = "", kind: str = "", failed_attempts: int = 0
+) -> None:
     run = _lock_owned(ctx)
     conversation = Conversation.objects.get(pk=run.conversation_id)
     messages = [
@@ -447,6 +451,9 @@ def _close(ctx: RunContext, *, status: str, ended_early: bool, error: str = "", 
         finished_at=timezone.now(),
         lease_owner="",
         lease_expires_at=None,
+        # The attempts of the call that failed for good were requests too.
+        calls=F("calls") + failed_attempts,
+        failed_calls=F("failed_calls") + failed_attempts,
     )
 
 
@@ -457,11 +464,14 @@ def simulation_run_finish(*, ctx: RunContext, ended_early: bool) -> None:
     batch_maybe_finish(batch_id=ctx.batch.pk)
 
 
-def simulation_run_fail(*, ctx: RunContext, error: str, kind: str) -> None:
-    """Record a run that cannot go on (retries spent, bad request...) with its error."""
+def simulation_run_fail(*, ctx: RunContext, error: str, kind: str, failed_attempts: int = 0) -> None:
+    """Record a run that cannot go on (retries spent, bad request...) with its error.
+
+    ``failed_attempts`` are the HTTP requests of the call that failed for good (counted as calls).
+    """
     logger.warning("simulation run %s failed: %s", ctx.run.pk, error)
     with transaction.atomic():
-        _close(ctx, status=Status.FAILED, ended_early=False, error=error, kind=kind)
+        _close(ctx, status=Status.FAILED, ended_early=False, error=error, kind=kind, failed_attempts=failed_attempts)
     batch_maybe_finish(batch_id=ctx.batch.pk)
 
 

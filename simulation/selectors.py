@@ -50,6 +50,16 @@ def batch_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Simu
     )
 
 
+def batch_listed_state(batch: SimulationBatch) -> str:
+    """Return the honest state of a batch from ``batch_list_for_user`` (its run counts)."""
+    return batch_state(
+        status=batch.status,
+        active=batch.runs_active,  # type: ignore[attr-defined]
+        done=batch.runs_done,  # type: ignore[attr-defined]
+        failed=batch.runs_failed,  # type: ignore[attr-defined]
+    )
+
+
 def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str, act: bool = False) -> SimulationBatch:
     """Return a batch the user may read; with ``act``, one they may also cancel or resume (else 403)."""
     _require_view(user)
@@ -83,6 +93,34 @@ def batch_runs(batch: SimulationBatch, *, status: str | None = None) -> QuerySet
     return qs
 
 
+# What a batch honestly is, whatever its stored status says: a batch whose every conversation
+# failed is "failed", not "finished". The API (detail and list) and the pages read the same one.
+BATCH_STATE_LABELS = {
+    "running": "Running",
+    "cancelled": "Cancelled",
+    "failed": "Failed",
+    "partial": "Finished with failures",
+    "finished": "Finished",
+}
+
+
+def batch_state(*, status: str, active: int, done: int, failed: int) -> str:
+    """Return running, cancelled, failed, partial (finished with failures) or finished.
+
+    ``status`` is the batch's stored status; ``active`` counts its queued and running
+    conversations, ``done`` and ``failed`` its finished ones.
+    """
+    if status == SimulationBatch.Status.CANCELLED:
+        return "cancelled"
+    if active:
+        return "running"
+    if failed and not done:
+        return "failed"
+    if failed:
+        return "partial"
+    return "finished"
+
+
 @dataclass(frozen=True)
 class BatchProgress:
     total: int
@@ -103,6 +141,7 @@ class BatchProgress:
     eta_seconds: float | None
     cost_unknown_calls: int = 0
     batch_status: str = SimulationBatch.Status.RUNNING
+    failed_calls: int = 0  # of ``calls`` (every HTTP request), the attempts that failed
 
     @property
     def finished(self) -> int:
@@ -115,15 +154,13 @@ class BatchProgress:
     @property
     def state(self) -> str:
         """Return what the batch honestly is: running, cancelled, failed, partial or finished."""
-        if self.batch_status == SimulationBatch.Status.CANCELLED:
-            return "cancelled"
-        if self.queued or self.running:
-            return "running"
-        if self.failed and not self.done:
-            return "failed"
-        if self.failed:
-            return "partial"
-        return "finished"
+        return batch_state(
+            status=self.batch_status, active=self.queued + self.running, done=self.done, failed=self.failed
+        )
+
+    @property
+    def state_label(self) -> str:
+        return BATCH_STATE_LABELS[self.state]
 
     @property
     def headline(self) -> str:
@@ -139,7 +176,7 @@ class BatchProgress:
     @property
     def cost_known(self) -> bool:
         """Return False when no call had a known price (then the total is unknown, not zero)."""
-        return not (self.cost_unknown_calls and self.cost_unknown_calls >= self.calls)
+        return not (self.cost_unknown_calls and self.cost_unknown_calls >= self.calls - self.failed_calls)
 
     def share(self, n: int) -> float:
         return round(100 * n / self.total, 2) if self.total else 0.0
@@ -157,7 +194,10 @@ class BatchProgress:
         return self.share(self.cancelled)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "finished": self.finished, "percent": self.percent, "state": self.state}
+        return {
+            **asdict(self), "finished": self.finished, "percent": self.percent,
+            "state": self.state, "state_label": self.state_label,
+        }
 
 
 def batch_progress(batch: SimulationBatch) -> BatchProgress:
@@ -179,6 +219,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         messages=Sum("messages_done"),
         active_messages=Sum("messages_done", filter=active),
         calls=Sum("calls"),
+        failed_calls=Sum("failed_calls"),
         prompt_tokens=Sum("prompt_tokens"),
         completion_tokens=Sum("completion_tokens"),
         cost_usd=Sum("cost_usd"),
@@ -204,6 +245,7 @@ def batch_progress(batch: SimulationBatch) -> BatchProgress:
         eta_seconds=eta,
         cost_unknown_calls=int(row["cost_unknown_calls"] or 0),
         batch_status=batch.status,
+        failed_calls=int(row["failed_calls"] or 0),
     )
 
 

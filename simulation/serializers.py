@@ -5,8 +5,15 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core import call_budget
 from corpus.models import Persona, PersonaSet, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
+from simulation.selectors import (
+    BATCH_STATE_LABELS,
+    BatchProgress,
+    batch_listed_state,
+    batch_progress,
+)
 
 
 class SimulationPromptSerializer(serializers.ModelSerializer):
@@ -40,6 +47,28 @@ class UserAgentSerializer(serializers.Serializer):
     params = serializers.DictField(required=False, default=dict)
     max_concurrent = serializers.IntegerField(min_value=0, required=False, default=8)
     requests_per_minute = serializers.IntegerField(min_value=0, required=False, default=0)
+    timeout_seconds = serializers.FloatField(
+        min_value=call_budget.MIN_TIMEOUT, max_value=call_budget.MAX_TIMEOUT, required=False, default=60.0,
+        help_text=call_budget.HELP["timeout_seconds"],
+    )
+    retry_attempts = serializers.IntegerField(
+        min_value=1, max_value=call_budget.MAX_ATTEMPTS, required=False, default=call_budget.DEFAULT_ATTEMPTS,
+        help_text=call_budget.HELP["retry_attempts"],
+    )
+    retry_base_delay = serializers.FloatField(
+        min_value=0, max_value=call_budget.MAX_BASE_DELAY, required=False, default=call_budget.DEFAULT_BASE_DELAY,
+        help_text=call_budget.HELP["retry_base_delay"],
+    )
+    retry_max_delay = serializers.FloatField(
+        min_value=0, max_value=call_budget.MAX_MAX_DELAY, required=False, default=call_budget.DEFAULT_MAX_DELAY,
+        help_text=call_budget.HELP["retry_max_delay"],
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        found = call_budget.budget_problems(retry_base_delay=attrs["retry_base_delay"], retry_max_delay=attrs["retry_max_delay"])
+        if found:
+            raise serializers.ValidationError(found)
+        return attrs
 
 
 class SimulationBatchCreateSerializer(serializers.Serializer):
@@ -81,6 +110,8 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
             user_agent=UserAgent(
                 model=ua["model"], api_base=ua["api_base"], api_key_env=ua["api_key_env"], params=ua["params"],
                 max_concurrent=ua["max_concurrent"], requests_per_minute=ua["requests_per_minute"],
+                timeout_seconds=ua["timeout_seconds"], retry_attempts=ua["retry_attempts"],
+                retry_base_delay=ua["retry_base_delay"], retry_max_delay=ua["retry_max_delay"],
             ),
             exchanges=data["exchanges"],
             turns=data["turns"],
@@ -94,6 +125,12 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
         )
 
 
+STATE_HELP = (
+    "What the batch honestly is: running, cancelled, failed (every conversation failed), partial (finished "
+    "with failures) or finished (every conversation done). `status` is only whether it is still going."
+)
+
+
 class BatchProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     queued = serializers.IntegerField()
@@ -105,9 +142,12 @@ class BatchProgressSerializer(serializers.Serializer):
     stalled = serializers.IntegerField(help_text="Running, but the executor's claim has expired")
     finished = serializers.IntegerField()
     percent = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=list(BATCH_STATE_LABELS), help_text=STATE_HELP)
+    state_label = serializers.CharField()
     messages = serializers.IntegerField()
     expected_messages = serializers.IntegerField()
-    calls = serializers.IntegerField()
+    calls = serializers.IntegerField(help_text="Every HTTP request made to a model, failed attempts included")
+    failed_calls = serializers.IntegerField(help_text="Of the calls, the attempts that failed (retried or not)")
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
     cost_usd = serializers.FloatField()
@@ -126,13 +166,15 @@ class SimulationRunSerializer(serializers.ModelSerializer):
         model = SimulationRun
         fields = [
             "id", "persona", "persona_name", "target", "repetition", "status", "attempts", "messages_done",
-            "calls", "prompt_tokens", "completion_tokens", "cost_usd", "ended_early", "error", "error_kind",
+            "calls", "failed_calls", "prompt_tokens", "completion_tokens", "cost_usd", "ended_early", "error", "error_kind",
             "conversation", "integrity_ok", "queued_at", "started_at", "finished_at",
         ]
 
 
 class SimulationBatchSerializer(serializers.ModelSerializer):
     persona_set_key = serializers.CharField(source="persona_set.key")
+    state = serializers.SerializerMethodField(help_text=STATE_HELP)
+    state_label = serializers.SerializerMethodField()
     runs_total = serializers.IntegerField(read_only=True)
     runs_done = serializers.IntegerField(read_only=True)
     runs_failed = serializers.IntegerField(read_only=True)
@@ -141,10 +183,17 @@ class SimulationBatchSerializer(serializers.ModelSerializer):
     class Meta:
         model = SimulationBatch
         fields = [
-            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "repetitions", "user_model",
-            "turns", "exchanges", "runs_total", "runs_done", "runs_failed", "runs_active",
+            "code", "name", "status", "state", "state_label", "protocol", "persona_set", "persona_set_key",
+            "repetitions", "user_model", "turns", "exchanges", "runs_total", "runs_done", "runs_failed", "runs_active",
             "created_at", "started_at", "finished_at", "cancelled_at",
         ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=list(BATCH_STATE_LABELS)))
+    def get_state(self, batch: SimulationBatch) -> str:
+        return batch_listed_state(batch)
+
+    def get_state_label(self, batch: SimulationBatch) -> str:
+        return BATCH_STATE_LABELS[batch_listed_state(batch)]
 
 
 class SimulationBatchDetailSerializer(serializers.ModelSerializer):
@@ -154,22 +203,37 @@ class SimulationBatchDetailSerializer(serializers.ModelSerializer):
     reminder_template = SimulationPromptRefSerializer(allow_null=True)
     kickoff_template = SimulationPromptRefSerializer(allow_null=True)
     progress = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField(help_text=STATE_HELP)
+    state_label = serializers.SerializerMethodField()
 
     class Meta:
         model = SimulationBatch
         fields = [
-            "code", "name", "status", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
+            "code", "name", "status", "state", "state_label", "protocol", "persona_set", "persona_set_key", "targets", "repetitions",
             "user_model", "user_api_base", "user_api_key_env", "user_params", "user_max_concurrent",
-            "user_requests_per_minute", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
+            "user_requests_per_minute", "user_timeout_seconds", "user_retry_attempts", "user_retry_base_delay",
+            "user_retry_max_delay", "turns", "exchanges", "first_speaker", "word_cap", "end_marker",
             "role_slide_check", "persona_template", "reminder_template", "kickoff_template", "config",
             "progress", "created_at", "started_at", "finished_at", "cancelled_at",
         ]
 
+    def _progress(self, batch: SimulationBatch) -> BatchProgress:
+        # One count per batch serialized, shared by progress and state.
+        cached = getattr(batch, "_serialized_progress", None)
+        if cached is None:
+            cached = batch._serialized_progress = batch_progress(batch)  # type: ignore[attr-defined]
+        return cached
+
     @extend_schema_field(BatchProgressSerializer)
     def get_progress(self, batch: SimulationBatch) -> dict:
-        from simulation.selectors import batch_progress
+        return self._progress(batch).as_dict()
 
-        return batch_progress(batch).as_dict()
+    @extend_schema_field(serializers.ChoiceField(choices=list(BATCH_STATE_LABELS)))
+    def get_state(self, batch: SimulationBatch) -> str:
+        return self._progress(batch).state
+
+    def get_state_label(self, batch: SimulationBatch) -> str:
+        return self._progress(batch).state_label
 
 
 class BatchResumeSerializer(serializers.Serializer):

@@ -25,7 +25,6 @@ from django.conf import settings
 from corpus.models import Target
 from simulation.http_target import http_chat
 from simulation.llm import (
-    DEFAULT_RETRY,
     LLMError,
     LLMResult,
     ModelSpec,
@@ -57,10 +56,22 @@ logger = logging.getLogger("simulation.simulate")
 Status = SimulationRun.Status
 
 
-def retry_policy() -> RetryPolicy:
-    """Return the retry policy of simulation calls (``SIMULATION_RETRY`` setting, else default)."""
+def retry_override() -> RetryPolicy | None:
+    """Return one retry policy for every simulation call (the ``SIMULATION_RETRY`` setting), or None.
+
+    Without it each side keeps its own budget: the chatbot's (``Target.retry_*``) and the
+    user-agent's (the batch's ``user_retry_*``).
+    """
     configured = getattr(settings, "SIMULATION_RETRY", None)
-    return RetryPolicy(**configured) if configured else DEFAULT_RETRY
+    return RetryPolicy(**configured) if configured else None
+
+
+def user_agent_retry(batch: SimulationBatch) -> RetryPolicy:
+    return RetryPolicy.of(batch.user_retry_attempts, batch.user_retry_base_delay, batch.user_retry_max_delay)
+
+
+def target_retry(target: Target) -> RetryPolicy:
+    return RetryPolicy.of(target.retry_attempts, target.retry_base_delay, target.retry_max_delay)
 
 
 def user_agent_spec(batch: SimulationBatch) -> ModelSpec:
@@ -69,6 +80,7 @@ def user_agent_spec(batch: SimulationBatch) -> ModelSpec:
         api_base=batch.user_api_base,
         api_key_env=batch.user_api_key_env,
         params=batch.user_params,
+        timeout=batch.user_timeout_seconds,
     )
 
 
@@ -130,7 +142,7 @@ def _call_meta(result: LLMResult, spec_model: str, api_base: str, side: str) -> 
 Sleep = Callable[[float], Awaitable[None]]
 
 
-async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
+async def _user_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -> bool:
     """Produce and save the next user message; return whether the user-agent ended the chat."""
     batch = ctx.batch
     if not ctx.history and batch.protocol == SimulationBatch.Protocol.AMHART:
@@ -139,6 +151,7 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
         return False
     spec = user_agent_spec(batch)
     limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
+    retry = retry or user_agent_retry(batch)
     result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
     content, ended = _strip_marker(result.content, batch.end_marker)
     content, original_words = _cap_words(content, batch.word_cap)
@@ -153,8 +166,9 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
     return ended
 
 
-async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> None:
+async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -> None:
     target = ctx.run.target
+    retry = retry or target_retry(target)
     limiter = _limiter("simulation-target", target.max_concurrent, target.requests_per_minute, target.timeout_seconds)
     if target.kind == Target.Kind.HTTP:
         # Custom HTTP chatbots keep their blocking client, on the loop's thread pool.
@@ -180,7 +194,7 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> No
     await db_batch(save_messages, (ctx, "assistant", result.content, meta, result))
 
 
-async def _converse(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
+async def _converse(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -> bool:
     """Fill the conversation up to ``turns`` messages; return whether it ended early."""
     batch = ctx.batch
     # A resumed conversation whose last message carried the end marker still owes the reply.
@@ -212,7 +226,7 @@ async def simulation_run_job(
     has left.
     """
     owner = owner or new_owner()
-    retry = retry or retry_policy()
+    retry = retry or retry_override()  # None: each side's own budget
     owner_started(owner)  # while this job lives, this process's claim as owner is not an orphan
     try:
         claimed = await db(simulation_run_claim, run_id=run_id, owner=owner)
@@ -233,7 +247,7 @@ async def _keep_claim(run_id: int, owner: str, job: asyncio.Task[Any]) -> None:
             return
 
 
-async def _hold(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> RunOutcome:
+async def _hold(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -> RunOutcome:
     run_id = ctx.run.pk
     keeper = asyncio.get_running_loop().create_task(_keep_claim(run_id, ctx.owner, asyncio.current_task()))  # type: ignore[arg-type]
     try:
@@ -251,7 +265,7 @@ async def _hold(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> RunOutcome
         return RunOutcome("lost")
     except LLMError as exc:
         keeper.cancel()
-        return await db(_fail, ctx, str(exc), exc.kind)
+        return await db(_fail, ctx, str(exc), exc.kind, exc.attempts)
     except Exception as exc:  # a bug or an outage must end the run visibly, not hang it
         keeper.cancel()
         logger.exception("simulation run %s failed", run_id)
@@ -271,9 +285,9 @@ def simulation_run_execute(
     return run_job(lambda: simulation_run_job(run_id=run_id, owner=owner, retry=retry, sleep=sleep))
 
 
-def _fail(ctx: RunContext, error: str, kind: str) -> RunOutcome:
+def _fail(ctx: RunContext, error: str, kind: str, failed_attempts: int = 0) -> RunOutcome:
     try:
-        simulation_run_fail(ctx=ctx, error=error, kind=kind)
+        simulation_run_fail(ctx=ctx, error=error, kind=kind, failed_attempts=failed_attempts)
     except LeaseLost:
         return RunOutcome("lost")
     return RunOutcome("failed")

@@ -37,6 +37,9 @@ RUNS_PER_PAGE = 100
 @corpus_required
 def batch_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(reads.batch_list_for_user(request.user), 50).get_page(request.GET.get("page"))
+    for batch in page:
+        batch.state = reads.batch_listed_state(batch)
+        batch.state_label = reads.BATCH_STATE_LABELS[batch.state]
     return render(
         request,
         "simulation/batch_list.html",

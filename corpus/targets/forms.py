@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 
+from core.call_budget_forms import budget_field, clean_budget
 from core.parsers import BoundedJSONField
 from core.secrets_policy import key_env_hint
 
@@ -49,6 +50,10 @@ class TargetForm(forms.Form):
     )
     max_concurrent = forms.IntegerField(min_value=0, initial=4, label="Calls at once", help_text="0: no cap")
     requests_per_minute = forms.IntegerField(min_value=0, initial=0, label="Requests per minute", help_text="0: no cap")
+    timeout_seconds = budget_field("timeout_seconds")
+    retry_attempts = budget_field("retry_attempts")
+    retry_base_delay = budget_field("retry_base_delay")
+    retry_max_delay = budget_field("retry_max_delay")
     http_headers = BoundedJSONField(required=False, initial=dict, label="Headers (JSON)", widget=_json_area(2))  # help in __init__
     request_template = BoundedJSONField(
         required=False, initial=DEFAULT_REQUEST_TEMPLATE, label="Request body (JSON template)", widget=_json_area(3),
@@ -71,6 +76,11 @@ class TargetForm(forms.Form):
             'Sent with every request, e.g. {"Authorization": "Bearer ${BOT_API_TOKEN}"}. A credential must come from '
             f"an environment variable written as ${{NAME}}, named like {names}"
         )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        clean_budget(self, cleaned)
+        return cleaned
 
     def general_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in self.fields if name not in HTTP_FIELDS]

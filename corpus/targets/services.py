@@ -8,6 +8,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from core import call_budget
+from core.call_budget import budget_problems
 from core.codes import new_code
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 from corpus.errors import CorpusError
@@ -56,6 +58,10 @@ def target_create(
     response_path: str = "",
     max_concurrent: int = 4,
     requests_per_minute: int = 0,
+    timeout_seconds: float = 60.0,
+    retry_attempts: int = call_budget.DEFAULT_ATTEMPTS,
+    retry_base_delay: float = call_budget.DEFAULT_BASE_DELAY,
+    retry_max_delay: float = call_budget.DEFAULT_MAX_DELAY,
     actor: AbstractBaseUser | None = None,
 ) -> Target:
     """Create a chatbot under test; raise ``CorpusError`` listing every problem (and by field).
@@ -119,6 +125,13 @@ def target_create(
         problems.add("max_concurrent", "limits must be 0 (none) or more")
     if requests_per_minute < 0:
         problems.add("requests_per_minute", "limits must be 0 (none) or more")
+    budget = {
+        "timeout_seconds": timeout_seconds, "retry_attempts": retry_attempts,
+        "retry_base_delay": retry_base_delay, "retry_max_delay": retry_max_delay,
+    }
+    for field, found in budget_problems(**budget).items():
+        for problem in found:
+            problems.add(field, problem)
     if problems:
         raise CorpusError("; ".join(problems), fields=problems.by_field)
     api_host_approve(url=api_base, actor=actor, note="set on a chatbot")
@@ -136,4 +149,5 @@ def target_create(
         response_path=response_path.strip() if kind == Target.Kind.HTTP else "",
         max_concurrent=max_concurrent,
         requests_per_minute=requests_per_minute,
+        **budget,
     )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from core import http_policy
+from core import call_budget, http_policy
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -68,20 +68,39 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with full jitter; a Retry-After is a floor, capped at 2 x max_delay."""
+    """Exponential backoff with equal jitter; a Retry-After is a floor, capped at 2 x max_delay.
 
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
+    The default (``core.call_budget``: 8 attempts, 2 s doubling up to 30 s) waits 60 to 120 s in
+    all before a call fails, so it rides out a provider outage of about a minute. Each wait is
+    drawn between half and all of its ceiling, never near zero, so the least it rides out is
+    known (``rides_out``).
+    """
+
+    max_attempts: int = call_budget.DEFAULT_ATTEMPTS
+    base_delay: float = call_budget.DEFAULT_BASE_DELAY
+    max_delay: float = call_budget.DEFAULT_MAX_DELAY
     jitter: bool = True
+
+    @classmethod
+    def of(cls, attempts: int | None, base_delay: float | None, max_delay: float | None) -> RetryPolicy:
+        """Return the policy of a stored budget (a chatbot's, a judge's, a user-agent's); None: default."""
+        return cls(
+            max_attempts=attempts or call_budget.DEFAULT_ATTEMPTS,
+            base_delay=call_budget.DEFAULT_BASE_DELAY if base_delay is None else float(base_delay),
+            max_delay=call_budget.DEFAULT_MAX_DELAY if max_delay is None else float(max_delay),
+        )
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Return the seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
-        wait = random.uniform(0.0, ceiling) if self.jitter else ceiling
+        ceiling = call_budget.ceiling(attempt, self.base_delay, self.max_delay)
+        wait = random.uniform(ceiling / 2, ceiling) if self.jitter else ceiling
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.max_delay * 2))
         return wait
+
+    def rides_out(self) -> call_budget.RideOut:
+        """Return the least and the most this policy waits in all before a call fails (no Retry-After)."""
+        return call_budget.rides_out(self.max_attempts, self.base_delay, self.max_delay)
 
 
 DEFAULT_RETRY = RetryPolicy()

@@ -233,7 +233,7 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(
             f"run {run.pk}: {run.get_status_display()}; {run.n_done} done, {run.n_failed} failed of "
-            f"{run.n_total}; calls {run.n_calls} ({run.n_cached} cached); tokens "
+            f"{run.n_total}; calls {run.n_calls} ({run.n_failed_calls} failed attempts, {run.n_cached} cached); tokens "
             f"{run.prompt_tokens}+{run.completion_tokens}; cost {run.cost_usd} USD"
         )
         if run.error:

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core import call_budget
 from core.templatetags.time_format import time_left_text
 from corpus.models import PersonaSet, Target
 from simulation.batches import (
@@ -48,6 +49,10 @@ class Command(BaseCommand):
         parser.add_argument("--user-params", default="{}", help='JSON, e.g. {"temperature": 1.0}')
         parser.add_argument("--user-max-concurrent", type=int, default=8)
         parser.add_argument("--user-rpm", type=int, default=0)
+        parser.add_argument("--user-timeout", type=float, default=60.0, help="seconds one user-agent attempt may wait")
+        parser.add_argument("--user-retry-attempts", type=int, default=call_budget.DEFAULT_ATTEMPTS)
+        parser.add_argument("--user-retry-base-delay", type=float, default=call_budget.DEFAULT_BASE_DELAY)
+        parser.add_argument("--user-retry-max-delay", type=float, default=call_budget.DEFAULT_MAX_DELAY)
         parser.add_argument("--exchanges", type=int, help="AMHART: user/chatbot pairs (default 10)")
         parser.add_argument("--turns", type=int, help="VERA-MH: messages, the chatbot last (default 20)")
         parser.add_argument("--first-speaker", choices=["user", "chatbot"], default="user")
@@ -157,6 +162,8 @@ class Command(BaseCommand):
                 model=options["user_model"], api_base=options["user_api_base"],
                 api_key_env=options["user_api_key_env"], params=params,
                 max_concurrent=options["user_max_concurrent"], requests_per_minute=options["user_rpm"],
+                timeout_seconds=options["user_timeout"], retry_attempts=options["user_retry_attempts"],
+                retry_base_delay=options["user_retry_base_delay"], retry_max_delay=options["user_retry_max_delay"],
             ),
             exchanges=options["exchanges"],
             turns=options["turns"],
@@ -220,7 +227,7 @@ class Command(BaseCommand):
         batch.refresh_from_db()
         progress = batch_progress(batch)
         self.stdout.write(
-            f"{batch.code}: {batch.get_status_display().lower()} · {progress.done} done, {progress.failed} failed, "
+            f"{batch.code}: {progress.state_label.lower()} · {progress.done} done, {progress.failed} failed, "
             f"{progress.cancelled} cancelled, {progress.flagged} flagged, {progress.queued + progress.running} to go."
         )
         for run in batch.runs.filter(status=SimulationRun.Status.FAILED).select_related("persona", "target")[:10]:
