@@ -91,14 +91,14 @@ class RunCache:
 
     def commit_many(self, request_hashes: list[str]) -> None:
         """Store the replies to these requests (one insert) now that the caller accepted them."""
-        entries = self.take(request_hashes)
+        entries = self.entries(request_hashes)
         if entries:
             self.base.store_many(entries)
 
-    def take(self, request_hashes: list[str]) -> list[tuple[str, LLMResult]]:
+    def entries(self, request_hashes: list[str]) -> list[tuple[str, LLMResult]]:
         """Return (cache key, reply) of these accepted requests, for the caller to store."""
         with self._lock:
-            found = [(h, self._pending.pop(h)) for h in request_hashes if h in self._pending]
+            found = [(h, self._pending[h]) for h in request_hashes if h in self._pending]
         return [(salted_key(h, self.salt), result) for h, result in found]
 
     def key(self, request_hash: str) -> str:

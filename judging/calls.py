@@ -154,11 +154,12 @@ class Caller:
             self.cache.commit_many(self.accepted)
         self.accepted.clear()
 
-    def take_accepted(self) -> list[tuple[str, LLMResult]]:
-        """Return the accepted chains' (cache key, reply) pairs for a batched insert."""
-        entries = self.cache.take(self.accepted) if self.cache is not None else []
-        self.accepted.clear()
-        return entries
+    def accepted_entries(self) -> list[tuple[str, LLMResult]]:
+        """Return the accepted chains' (cache key, reply) pairs for a batched insert.
+
+        Nothing is forgotten here: a store that rolls back is tried again with the same entries.
+        """
+        return self.cache.entries(self.accepted) if self.cache is not None else []
 
     def totals(self) -> dict[str, Any]:
         """Return calls, cached calls, tokens, cost and calls of unknown price."""

@@ -23,13 +23,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.bulk import insert_rows
 from core.enqueue import enqueue_on_commit
 from core.recovery import recovery_seconds
+from core.transient import is_transient
 from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
 from judging.checklist import ChecklistOutcome, judge_checklist
@@ -345,8 +346,10 @@ async def _judge_result(result_id: int, owner: str) -> str:
     finally:
         keeper.cancel()
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    await db_batch(_finish_many, _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by))
-    return status
+    outcome = _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by)
+    if not await db_batch(_finish_many, outcome):
+        return await db(_status_of, result_id)  # the lease was lost meanwhile: not ours to say
+    return outcome.status  # FAILED if it could not be stored
 
 
 @dataclass
@@ -387,12 +390,38 @@ def _finish_many(outcomes: list[_Outcome]) -> list[bool]:
     per run. Each row's UPDATE is still fenced by its own lease: one that lost it stores
     nothing (and its labels are not inserted).
     """
-    stored = _store_many(outcomes)
+    stored = _store_isolated(outcomes)
     for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
         counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
         if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
             judge_run_refresh(run_id=run_id)
     return stored
+
+
+def _store_isolated(outcomes: list[_Outcome]) -> list[bool]:
+    """Store the outcomes together; if that fails, each on its own, so one cannot sink the others.
+
+    A result whose own store fails (a database constraint, a value the database refuses) is
+    recorded failed (``internal``, with the cause) instead of staying ``running`` until the
+    sweeper finds it; the others of the turn are stored as if it had not been there.
+    """
+    try:
+        return _store_many(outcomes)
+    except DatabaseError as exc:
+        if is_transient(exc):
+            raise  # the connection is at fault, not the outcomes: the step is tried again
+        if len(outcomes) == 1:
+            return [_store_unstorable(outcomes[0], exc)]
+        logger.warning("storing %d judge results together failed (%s); storing each alone", len(outcomes), exc)
+    return [x for o in outcomes for x in _store_isolated([o])]
+
+
+def _store_unstorable(o: _Outcome, exc: BaseException) -> bool:
+    logger.error("judge result %s could not be stored: %s", o.result.pk, exc)
+    error = f"could not store the result: {type(exc).__name__}: {exc}"[:2000]
+    o.caller.accepted.clear()  # its replies did not make a result: never replayed
+    o.labels, o.status, o.error_kind, o.error = [], ResultStatus.FAILED, "internal", error
+    return _store_many([o])[0]
 
 
 def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
@@ -440,7 +469,7 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
         if o.result.attempts > 1:  # a first attempt has no labels to replace
             replaced.append(o.result.pk)
         labels += o.labels
-        cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
+        cache_entries += o.caller.accepted_entries()  # the accepted replies, in this transaction
         failed = o.status == ResultStatus.FAILED
         delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
         for name, value in (
@@ -544,6 +573,9 @@ def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
         )
     if not ids:
         raise JudgingError("nothing to retry: no result failed", status=409)
+    # Their labels go with them: the next attempt is a first attempt again (the retry limit
+    # is reset), and a first attempt inserts its labels without looking for old ones.
+    JudgeLabel.objects.filter(result_id__in=ids).delete()
     JudgeResult.objects.filter(pk__in=ids).update(
         status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None,
         queued_at=timezone.now(),
