@@ -8,6 +8,7 @@ A reply answered from the cache costs nothing and is counted as cached.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,6 +86,9 @@ class Caller:
     records: list[dict[str, Any]] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)
     chain: list[str] = field(default_factory=list)
+    # Awaited right before each attempt is sent; raises when the result is no longer ours
+    # (the run was cancelled, or another worker took it over): no call leaves then.
+    guard: Callable[[], Awaitable[None]] | None = None
 
     @classmethod
     def for_result(
@@ -122,7 +126,7 @@ class Caller:
             try:
                 result = await achat(
                     spec, messages, response_format=response_format, retry=RETRY_POLICY, limiter=limiter,
-                    known_hash=rhash,
+                    known_hash=rhash, guard=self.guard,
                 )
             except LLMError as exc:
                 self.records.append(

@@ -288,6 +288,28 @@ async def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel],
     return flow_labels(result, view.flow, outcome), outcome
 
 
+class _LeaseLost(Exception):
+    """The result is no longer ours (cancelled, or taken over): stop before the next call."""
+
+
+def _held_many(items: list[tuple[int, str]]) -> list[bool]:
+    """Return, for each (result, owner), whether it is still running on that owner's lease (one query)."""
+    held = set(
+        JudgeResult.objects.filter(pk__in={pk for pk, _ in items}, status=ResultStatus.RUNNING).values_list(
+            "pk", "lease_owner"
+        )
+    )
+    return [(pk, owner) in held for pk, owner in items]
+
+
+def _guard(result_id: int, owner: str) -> Callable[[], Any]:
+    async def still_ours() -> None:
+        if not await db_batch(_held_many, (result_id, owner)):
+            raise _LeaseLost()
+
+    return still_ours
+
+
 def _status_of(result_id: int) -> str:
     return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).first() or "gone"
 
@@ -325,6 +347,7 @@ async def _judge_result(result_id: int, owner: str) -> str:
     caller = Caller.for_result(
         config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache
     )
+    caller.guard = _guard(result_id, owner)
     labels: list[JudgeLabel] = []
     error_kind = error = ""
     path: list[dict[str, str]] = []
@@ -340,6 +363,9 @@ async def _judge_result(result_id: int, owner: str) -> str:
             logger.info("judge result %s: lease lost (cancelled or taken over); stopping", result_id)
             return await db(_status_of, result_id)
         raise
+    except _LeaseLost:  # found before a call: nothing was sent, nothing is written
+        logger.info("judge result %s: cancelled or taken over; stopping before its next call", result_id)
+        return await db(_status_of, result_id)
     except Exception as exc:  # a bug or a time limit must not leave the row "running"
         logger.exception("judge result %s failed", result_id)
         error_kind, error = "internal", f"{type(exc).__name__}: {exc}"[:2000]

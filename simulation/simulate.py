@@ -51,6 +51,7 @@ from simulation.run_state import (
     simulation_run_fail,
     simulation_run_finish,
     simulation_run_renew,
+    simulation_runs_held,
 )
 
 logger = logging.getLogger("simulation.simulate")
@@ -130,6 +131,16 @@ def _call_meta(result: LLMResult, spec_model: str, api_base: str, side: str) -> 
 Sleep = Callable[[float], Awaitable[None]]
 
 
+def _guard(ctx: RunContext) -> Callable[[], Awaitable[None]]:
+    """Return the check made right before each call is sent: is the conversation still ours?"""
+
+    async def still_ours() -> None:
+        if not await db_batch(simulation_runs_held, (ctx.run.pk, ctx.owner)):
+            raise LeaseLost()  # cancelled or taken over: no call leaves
+
+    return still_ours
+
+
 async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
     """Produce and save the next user message; return whether the user-agent ended the chat."""
     batch = ctx.batch
@@ -139,7 +150,7 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> bool:
         return False
     spec = user_agent_spec(batch)
     limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
-    result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+    result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep, guard=_guard(ctx))
     content, ended = _strip_marker(result.content, batch.end_marker)
     content, original_words = _cap_words(content, batch.word_cap)
     meta = _call_meta(result, spec.model, spec.api_base, "user_agent")
@@ -157,7 +168,9 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> No
     target = ctx.run.target
     limiter = _limiter("simulation-target", target.max_concurrent, target.requests_per_minute, target.timeout_seconds)
     if target.kind == Target.Kind.HTTP:
-        # Custom HTTP chatbots keep their blocking client, on the loop's thread pool.
+        # Custom HTTP chatbots keep their blocking client, on the loop's thread pool (checked
+        # before the call; its own retries inside are not).
+        await _guard(ctx)()
         result = await asyncio.to_thread(
             http_chat,
             url=target.api_base,
@@ -175,7 +188,7 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy, sleep: Sleep) -> No
         meta = _call_meta(result, target.model or target.code, target.api_base, "chatbot")
     else:
         spec = target_spec(target)
-        result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+        result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep, guard=_guard(ctx))
         meta = _call_meta(result, spec.model, spec.api_base, "chatbot")
     await db_batch(save_messages, (ctx, "assistant", result.content, meta, result))
 

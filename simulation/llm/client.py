@@ -492,6 +492,7 @@ async def achat(
     cache: ResponseCache | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     known_hash: str = "",
+    guard: Callable[[], Awaitable[None]] | None = None,
 ) -> LLMResult:
     """``chat`` on an event loop: ``litellm.acompletion``, waits that never block the loop.
 
@@ -499,6 +500,10 @@ async def achat(
     written synchronously: give it one that needs no database (``DictCache``, a preloaded
     view), or look up in a database step before calling (and pass the ``request_hash`` it
     computed as ``known_hash``, so a large prompt is hashed once).
+
+    ``guard`` is awaited right before every attempt is sent (after its rate-limit slot is
+    taken, so a wait for a slot or a backoff cannot outlive a cancel): it raises to stop the
+    call (the job was cancelled, or its work taken over), and nothing is sent.
     """
     call = prepare_call(spec, messages, response_format, known_hash=known_hash)
     hit = _cached(call, cache)
@@ -512,6 +517,9 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
+            if guard is not None:
+                await guard()
+                started = time.perf_counter()
             response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
