@@ -94,8 +94,11 @@ class Caller:
     def for_result(
         cls, config: JudgeCallConfig, *, instance: int, independent: bool, use_cache: bool
     ) -> Caller:
-        salt = f"instance:{instance}" if independent and instance > 0 else ""
-        return cls(config, RunCache(DbCache(), salt=salt, read=use_cache))
+        if instance > 0 and independent:
+            return cls(config, RunCache(DbCache(), salt=f"instance:{instance}", read=use_cache))
+        if instance > 0:  # shares instance 0's entries; a reply of its own is kept under its own key
+            return cls(config, RunCache(DbCache(), salt=f"shared-instance:{instance}", read=use_cache, shared=True))
+        return cls(config, RunCache(DbCache(), read=use_cache))
 
     def begin(self) -> None:
         """Start a new chain (a question, or the checklist call): earlier replies stay out of it."""

@@ -77,7 +77,7 @@ def test_a_result_in_its_backoff_makes_no_further_attempt_after_a_cancel(fake, a
     from judging import calls
     from simulation.llm import RetryPolicy
 
-    monkeypatch.setattr(calls, "RETRY_POLICY", RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=0.5))
+    monkeypatch.setattr(calls, "RETRY_POLICY", RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=0.5, jitter=False))
     fake.script("gpt", [http_500()])
     run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[make_conversation().pk], start=False)
     seen: dict[str, int] = {}
