@@ -69,8 +69,18 @@ def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
     return user if getattr(user, "pk", None) else None
 
 
-def _enqueue(result_ids: Sequence[int]) -> None:
-    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued)
+def _enqueue(result_ids: Sequence[int], *, again: bool = False) -> None:
+    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued_again if again else _not_queued)
+
+
+def _not_queued_again(result_ids: list[int], cause: str) -> None:
+    """A sweep could not send work again (the broker is away): leave it as it is, for the next sweep.
+
+    A broker outage is not a failure of the work: the rows keep their state, and their queue
+    time is cleared so the next sweep (a third of the recovery threshold later) sends them.
+    """
+    logger.warning("could not queue %d judge result(s) again (%s); the next sweep will", len(result_ids), cause)
+    JudgeResult.objects.filter(pk__in=result_ids).update(queued_at=None)
 
 
 def _not_queued(result_ids: list[int], cause: str) -> None:
@@ -416,11 +426,14 @@ def _finish_many(outcomes: list[_Outcome]) -> list[bool]:
     per run. Each row's UPDATE is still fenced by its own lease: one that lost it stores
     nothing (and its labels are not inserted).
     """
-    stored = _store_isolated(outcomes)
-    for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
-        counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
-        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-            judge_run_refresh(run_id=run_id)
+    # One transaction: an outage between the store and the recount rolls both back, so the
+    # step run again (see Engine._again_later) stores and recounts, never one without the other.
+    with transaction.atomic():
+        stored = _store_isolated(outcomes)
+        for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
+            counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
+            if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
+                judge_run_refresh(run_id=run_id)
     return stored
 
 
@@ -657,7 +670,7 @@ def judge_results_recover_lost(now: Any) -> int:
             fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("started_at")) | Q(queued_at__lt=again)
             if JudgeResult.objects.filter(fresh, pk=pk, status=ResultStatus.RUNNING).update(queued_at=timezone.now()):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 
@@ -682,7 +695,7 @@ def judge_results_redispatch(cutoff: Any, limit: int | None) -> int:
         for pk, queued in pairs:
             if JudgeResult.objects.filter(pk=pk, status=ResultStatus.PENDING, queued_at=queued).update(queued_at=now):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 

@@ -86,7 +86,7 @@ def target_spec(target: Target) -> ModelSpec:
 def _limiter(name: str, max_concurrent: int, rpm: int, timeout: float) -> RateLimiter | None:
     if not max_concurrent and not rpm:
         return None
-    return limiter_for(name, max_concurrent, rpm, lease_seconds=timeout * 2 + 30)
+    return limiter_for(name, max_concurrent, rpm)  # slots are renewed while this process lives
 
 
 def _user_agent_messages(ctx: RunContext) -> list[dict[str, Any]]:

@@ -26,10 +26,16 @@ def closed_port() -> int:
 
 
 def _drop_connections() -> None:
-    """Forget Celery's pooled broker connections so the next publish connects to the URL set now."""
-    if current_app._pool is not None:
-        current_app._pool.force_close_all()
-        current_app._pool = None
+    """Forget Celery's pooled broker connections so the next publish connects to the URL set now.
+
+    Celery's pools live in kombu's process-wide registry, keyed by the broker URL: closing one
+    and leaving it there made the next publish to that URL fail with "Acquire on closed pool".
+    ``kombu.pools.reset`` closes them and empties the registry, so new pools are made.
+    """
+    from kombu import pools
+
+    pools.reset()
+    current_app._pool = None
     current_app.amqp._producer_pool = None
 
 
