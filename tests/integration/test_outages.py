@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from corpus.instruments.services import builtin_instruments_load
 from judging import services
 from judging.models import JudgeLabel, JudgeResult, JudgeRun, ResultStatus, RunStatus
 from tests.integration.harness import Gate, RowLock, Workers, wait_for
@@ -90,3 +91,27 @@ def test_a_store_whose_connection_was_terminated_is_stored_without_calling_again
     JudgeResult.objects.filter(run=lost).update(queued_at=timezone.now() - timedelta(minutes=5))
     assert wait_for(lambda: JudgeRun.objects.get(pk=lost.pk).is_finished, FINISH_WITHIN), pool.logs()
     assert set(lost.results.values_list("status", flat=True)) == {ResultStatus.DONE}
+
+
+def test_a_killed_workers_rate_limit_slots_are_free_for_the_next_worker(setup):
+    """Defect 3: the slots a killed worker held kept a restarted one idle for the lease (300 s)."""
+    pool, fake, lock = setup
+    gate = Gate(checklist_reply(), free=0)
+    fake.script("gpt", [gate])
+    amhart = next(i for i in builtin_instruments_load() if i.key == "amhart")
+    judge = services.judge_create(name="gpt", instrument=amhart, model="openai/gpt", provider="openai",
+                                  api_base=fake.base_url, api_key_env=KEY_ENV, max_concurrent=1)
+    first = pool.start()
+    run = services.judge_run_create(judges=[judge], conversation_ids=[make_conversation().pk for _ in range(N)])
+    assert wait_for(lambda: fake.in_flight >= 1, 120), pool.logs()  # it holds the judge's one slot
+    pool.kill(first)
+    fake.script("gpt", [checklist_reply()])
+    gate.open()
+
+    pool.start()
+    assert wait_for(lambda: "engine ready" in (pool.tmp_path / "outage1.log").read_text(errors="replace"), 120), pool.logs()
+    assert wait_for(lambda: JudgeRun.objects.get(pk=run.pk).is_finished, FINISH_WITHIN), (
+        list(run.results.values_list("pk", "status", "attempts")), pool.logs()
+    )
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED and (run.n_done, run.n_failed) == (N, 0)
