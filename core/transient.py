@@ -44,10 +44,14 @@ def is_transient(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, kinds):
-            return True
+            # SQLite reports a schema or SQL mistake as an OperationalError too: not an outage.
+            return not str(current).startswith(_NOT_OUTAGES)
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+_NOT_OUTAGES = ("no such table", "no such column", "no such function", "table ", "near ")
 
 
 def outage_seconds() -> float:
