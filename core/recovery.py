@@ -56,6 +56,15 @@ _recoverers: dict[str, Recoverer] = {}
 _hooks: list[Callable[[], Any]] = []
 
 
+_cleanups: list[Callable[[], int]] = []
+
+
+def on_sweep(cleanup: Callable[[], int]) -> None:
+    """Run ``cleanup`` at the start of every sweep (e.g. free the rate-limit slots of dead processes)."""
+    if cleanup not in _cleanups:
+        _cleanups.append(cleanup)
+
+
 def register(recoverer: Recoverer) -> None:
     """Register (or replace) the recoverer of one kind of work."""
     _recoverers[recoverer.name] = recoverer
@@ -124,6 +133,14 @@ def sweep(*, now: datetime | None = None) -> SweepReport:
     now = now or timezone.now()
     report = SweepReport({}, {}, {}, None)
     close_old_connections()
+    for cleanup in list(_cleanups):
+        try:
+            freed = cleanup()
+        except Exception:  # Redis away: the leases run out by themselves
+            logger.warning("sweep clean-up %s failed", getattr(cleanup, "__name__", cleanup), exc_info=True)
+        else:
+            if freed:
+                logger.info("%s: %d freed", getattr(cleanup, "__name__", cleanup), freed)
     for recoverer in list(_recoverers.values()):
         try:
             report.lost[recoverer.name] = recoverer.lost(now)

@@ -7,10 +7,16 @@ response format; never the key). ``RunCache`` wraps it for one judge result:
 - instance salt: with independent instances, instances 1..n get their own cache key
   (sha256 of the request hash and the instance index). Without it every instance of an
   identical request shares one entry, so at temperature 0 instances 1..n are answered from the
-  cache. Instance 0 is never salted, so it shares entries with single-instance runs;
+  cache. Instance 0 is never salted, so it shares entries with single-instance runs. A shared
+  instance 1..n that made its own call (it asked at the same time as instance 0, in this
+  process or another) stores that reply under a key of its own, read before the shared one:
+  a re-run replays each instance's own replies;
 - deferred writes: ``chat`` stores every non-empty reply, but a reply that fails validation
   must not be replayed by a re-run, so writes wait until the caller ``commit``s the reply
   (the judge services do it in the transaction that stores the labels);
+- the last accepted write wins: a later run that called again (``read=False``, a retry, an
+  instance of its own) replaces what an earlier one stored, so a re-run from the cache
+  replays the replies of the run it re-runs, format retries and retried results included;
 - ``read=False`` makes fresh calls (and still stores what they return).
 """
 
@@ -49,13 +55,20 @@ class DbCache:
         self.store_many([(key, result)])
 
     def store_many(self, entries: list[tuple[str, LLMResult]]) -> None:
-        """Store (key, result) pairs in one insert; keys already stored are left alone."""
+        """Store (key, result) pairs in one statement; a key already stored takes the new reply.
+
+        The last accepted reply wins (of the same key twice in ``entries``, the later): a
+        re-run replays what the latest run accepted, not what the first one did.
+        """
+        latest = dict(entries)
         LLMCacheEntry.objects.bulk_create(
             [
                 LLMCacheEntry(key=key, request_hash=result.request_hash, model=result.model[:200], result=_to_json(result))
-                for key, result in entries
+                for key, result in latest.items()
             ],
-            ignore_conflicts=True,
+            update_conflicts=True,
+            unique_fields=["key"],
+            update_fields=["request_hash", "model", "result"],
         )
 
 
@@ -69,17 +82,19 @@ def salted_key(request_hash: str, salt: str) -> str:
 class RunCache:
     """One judge result's view of the cache: instance salt, optional reads, deferred writes."""
 
-    def __init__(self, base: DbCache, *, salt: str = "", read: bool = True) -> None:
+    def __init__(self, base: DbCache, *, salt: str = "", read: bool = True, shared: bool = False) -> None:
         self.base = base
         self.salt = salt
         self.read = read
+        # Read the unsalted entry when the salted one is missing (a shared instance 1..n).
+        self.shared = shared and bool(salt)
         self._pending: dict[str, LLMResult] = {}
         self._lock = threading.Lock()
 
     def get(self, request_hash: str) -> LLMResult | None:
         if not self.read:
             return None
-        return self.base.get(salted_key(request_hash, self.salt))
+        return cache_get_many([(self, request_hash)])[0]
 
     def set(self, request_hash: str, result: LLMResult) -> None:
         with self._lock:
@@ -91,14 +106,14 @@ class RunCache:
 
     def commit_many(self, request_hashes: list[str]) -> None:
         """Store the replies to these requests (one insert) now that the caller accepted them."""
-        entries = self.take(request_hashes)
+        entries = self.entries(request_hashes)
         if entries:
             self.base.store_many(entries)
 
-    def take(self, request_hashes: list[str]) -> list[tuple[str, LLMResult]]:
+    def entries(self, request_hashes: list[str]) -> list[tuple[str, LLMResult]]:
         """Return (cache key, reply) of these accepted requests, for the caller to store."""
         with self._lock:
-            found = [(h, self._pending.pop(h)) for h in request_hashes if h in self._pending]
+            found = [(h, self._pending[h]) for h in request_hashes if h in self._pending]
         return [(salted_key(h, self.salt), result) for h, result in found]
 
     def key(self, request_hash: str) -> str:
@@ -106,7 +121,17 @@ class RunCache:
 
 
 def cache_get_many(items: list[tuple[RunCache, str]]) -> list[LLMResult | None]:
-    """Look up many requests in one query (a batched database step of the engine)."""
-    keys = [cache.key(rhash) for cache, rhash in items]
-    found = dict(LLMCacheEntry.objects.filter(key__in=set(keys)).values_list("key", "result"))
-    return [_from_json(found[key]) if key in found else None for key in keys]
+    """Look up many requests in one query (a batched database step of the engine).
+
+    A shared instance's own entry comes first, the entry it shares with instance 0 next.
+    """
+    keys = [(cache.key(rhash), rhash if cache.shared else None) for cache, rhash in items]
+    wanted = {k for pair in keys for k in pair if k is not None}
+    found = dict(LLMCacheEntry.objects.filter(key__in=wanted).values_list("key", "result"))
+    out: list[LLMResult | None] = []
+    for own, shared in keys:
+        data = found.get(own)
+        if data is None and shared is not None:
+            data = found.get(shared)
+        out.append(_from_json(data) if data is not None else None)
+    return out

@@ -8,6 +8,7 @@ A reply answered from the cache costs nothing and is counted as cached.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -90,13 +91,19 @@ class Caller:
     records: list[dict[str, Any]] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)
     chain: list[str] = field(default_factory=list)
+    # Awaited right before each attempt is sent; raises when the result is no longer ours
+    # (the run was cancelled, or another worker took it over): no call leaves then.
+    guard: Callable[[], Awaitable[None]] | None = None
 
     @classmethod
     def for_result(
         cls, config: JudgeCallConfig, *, instance: int, independent: bool, use_cache: bool
     ) -> Caller:
-        salt = f"instance:{instance}" if independent and instance > 0 else ""
-        return cls(config, RunCache(DbCache(), salt=salt, read=use_cache))
+        if instance > 0 and independent:
+            return cls(config, RunCache(DbCache(), salt=f"instance:{instance}", read=use_cache))
+        if instance > 0:  # shares instance 0's entries; a reply of its own is kept under its own key
+            return cls(config, RunCache(DbCache(), salt=f"shared-instance:{instance}", read=use_cache, shared=True))
+        return cls(config, RunCache(DbCache(), read=use_cache))
 
     def begin(self) -> None:
         """Start a new chain (a question, or the checklist call): earlier replies stay out of it."""
@@ -127,7 +134,7 @@ class Caller:
             try:
                 result = await achat(
                     spec, messages, response_format=response_format, retry=RETRY_POLICY or self.config.retry, limiter=limiter,
-                    known_hash=rhash,
+                    known_hash=rhash, guard=self.guard,
                 )
             except LLMError as exc:
                 self.records.append(
@@ -159,11 +166,12 @@ class Caller:
             self.cache.commit_many(self.accepted)
         self.accepted.clear()
 
-    def take_accepted(self) -> list[tuple[str, LLMResult]]:
-        """Return the accepted chains' (cache key, reply) pairs for a batched insert."""
-        entries = self.cache.take(self.accepted) if self.cache is not None else []
-        self.accepted.clear()
-        return entries
+    def accepted_entries(self) -> list[tuple[str, LLMResult]]:
+        """Return the accepted chains' (cache key, reply) pairs for a batched insert.
+
+        Nothing is forgotten here: a store that rolls back is tried again with the same entries.
+        """
+        return self.cache.entries(self.accepted) if self.cache is not None else []
 
     def totals(self) -> dict[str, Any]:
         """Return calls, failed and cached calls, tokens, cost and calls of unknown price.

@@ -23,13 +23,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.bulk import insert_rows
 from core.enqueue import enqueue_on_commit
 from core.recovery import recovery_seconds
+from core.transient import is_transient
 from judging.cache import DbCache
 from judging.calls import Caller, JudgeCallConfig
 from judging.checklist import ChecklistOutcome, judge_checklist
@@ -70,8 +71,18 @@ def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
     return user if getattr(user, "pk", None) else None
 
 
-def _enqueue(result_ids: Sequence[int]) -> None:
-    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued)
+def _enqueue(result_ids: Sequence[int], *, again: bool = False) -> None:
+    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued_again if again else _not_queued)
+
+
+def _not_queued_again(result_ids: list[int], cause: str) -> None:
+    """A sweep could not send work again (the broker is away): leave it as it is, for the next sweep.
+
+    A broker outage is not a failure of the work: the rows keep their state, and their queue
+    time is cleared so the next sweep (a third of the recovery threshold later) sends them.
+    """
+    logger.warning("could not queue %d judge result(s) again (%s); the next sweep will", len(result_ids), cause)
+    JudgeResult.objects.filter(pk__in=result_ids).update(queued_at=None)
 
 
 def _not_queued(result_ids: list[int], cause: str) -> None:
@@ -304,6 +315,28 @@ async def _judge(result: JudgeResult, caller: Caller) -> tuple[list[JudgeLabel],
     return flow_labels(result, view.flow, outcome), outcome
 
 
+class _LeaseLost(Exception):
+    """The result is no longer ours (cancelled, or taken over): stop before the next call."""
+
+
+def _held_many(items: list[tuple[int, str]]) -> list[bool]:
+    """Return, for each (result, owner), whether it is still running on that owner's lease (one query)."""
+    held = set(
+        JudgeResult.objects.filter(pk__in={pk for pk, _ in items}, status=ResultStatus.RUNNING).values_list(
+            "pk", "lease_owner"
+        )
+    )
+    return [(pk, owner) in held for pk, owner in items]
+
+
+def _guard(result_id: int, owner: str) -> Callable[[], Any]:
+    async def still_ours() -> None:
+        if not await db_batch(_held_many, (result_id, owner)):
+            raise _LeaseLost()
+
+    return still_ours
+
+
 def _status_of(result_id: int) -> str:
     return JudgeResult.objects.filter(pk=result_id).values_list("status", flat=True).first() or "gone"
 
@@ -341,6 +374,7 @@ async def _judge_result(result_id: int, owner: str) -> str:
     caller = Caller.for_result(
         config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache
     )
+    caller.guard = _guard(result_id, owner)
     labels: list[JudgeLabel] = []
     error_kind = error = ""
     path: list[dict[str, str]] = []
@@ -356,14 +390,19 @@ async def _judge_result(result_id: int, owner: str) -> str:
             logger.info("judge result %s: lease lost (cancelled or taken over); stopping", result_id)
             return await db(_status_of, result_id)
         raise
+    except _LeaseLost:  # found before a call: nothing was sent, nothing is written
+        logger.info("judge result %s: cancelled or taken over; stopping before its next call", result_id)
+        return await db(_status_of, result_id)
     except Exception as exc:  # a bug or a time limit must not leave the row "running"
         logger.exception("judge result %s failed", result_id)
         error_kind, error = "internal", f"{type(exc).__name__}: {exc}"[:2000]
     finally:
         keeper.cancel()
     status = ResultStatus.FAILED if error_kind else ResultStatus.DONE
-    await db_batch(_finish_many, _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by))
-    return status
+    outcome = _Outcome(result, owner, caller, labels, status, error_kind, error, path, ended_by)
+    if not await db_batch(_finish_many, outcome):
+        return await db(_status_of, result_id)  # the lease was lost meanwhile: not ours to say
+    return outcome.status  # FAILED if it could not be stored
 
 
 @dataclass
@@ -379,6 +418,7 @@ class _Outcome:
     error: str
     path: list[dict[str, str]]
     ended_by: str
+    replace_labels: bool = False  # labels already stored for it are replaced (a failure recorded after its store failed)
 
 
 def _finish(
@@ -404,12 +444,42 @@ def _finish_many(outcomes: list[_Outcome]) -> list[bool]:
     per run. Each row's UPDATE is still fenced by its own lease: one that lost it stores
     nothing (and its labels are not inserted).
     """
-    stored = _store_many(outcomes)
-    for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
-        counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
-        if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
-            judge_run_refresh(run_id=run_id)
+    # One transaction: an outage between the store and the recount rolls both back, so the
+    # step run again (see Engine._again_later) stores and recounts, never one without the other.
+    with transaction.atomic():
+        stored = _store_isolated(outcomes)
+        for run_id in {o.result.run_id for o, ok in zip(outcomes, stored, strict=True) if ok}:
+            counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
+            if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
+                judge_run_refresh(run_id=run_id)
     return stored
+
+
+def _store_isolated(outcomes: list[_Outcome]) -> list[bool]:
+    """Store the outcomes together; if that fails, each on its own, so one cannot sink the others.
+
+    A result whose own store fails (a database constraint, a value the database refuses) is
+    recorded failed (``internal``, with the cause) instead of staying ``running`` until the
+    sweeper finds it; the others of the turn are stored as if it had not been there.
+    """
+    try:
+        return _store_many(outcomes)
+    except DatabaseError as exc:
+        if is_transient(exc):
+            raise  # the connection is at fault, not the outcomes: the step is tried again
+        if len(outcomes) == 1:
+            return [_store_unstorable(outcomes[0], exc)]
+        logger.warning("storing %d judge results together failed (%s); storing each alone", len(outcomes), exc)
+    return [x for o in outcomes for x in _store_isolated([o])]
+
+
+def _store_unstorable(o: _Outcome, exc: BaseException) -> bool:
+    logger.error("judge result %s could not be stored: %s", o.result.pk, exc)
+    error = f"could not store the result: {type(exc).__name__}: {exc}"[:2000]
+    o.caller.accepted.clear()  # its replies did not make a result: never replayed
+    o.labels, o.status, o.error_kind, o.error = [], ResultStatus.FAILED, "internal", error
+    o.replace_labels = True  # its MISSING labels take the place of whatever label is in the way
+    return _store_many([o])[0]
 
 
 def judge_result_execute(*, result_id: int, owner: str | None = None) -> str:
@@ -455,10 +525,10 @@ def _store_many(outcomes: list[_Outcome]) -> list[bool]:
         stored.append(ok)
         if not ok:  # cancelled, or another worker took the row over (ours was presumed lost)
             continue
-        if o.result.attempts > 1:  # a first attempt has no labels to replace
+        if o.result.attempts > 1 or o.replace_labels:  # a first attempt has no labels to replace
             replaced.append(o.result.pk)
         labels += o.labels or _missing_labels(o)
-        cache_entries += o.caller.take_accepted()  # the accepted replies, in this transaction
+        cache_entries += o.caller.accepted_entries()  # the accepted replies, in this transaction
         failed = o.status == ResultStatus.FAILED
         delta = deltas.setdefault(o.result.run_id, dict.fromkeys(_COUNTERS, 0))
         for name, value in (
@@ -574,6 +644,9 @@ def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
         )
     if not ids:
         raise JudgingError("nothing to retry: no result failed", status=409)
+    # Their labels go with them: the next attempt is a first attempt again (the retry limit
+    # is reset), and a first attempt inserts its labels without looking for old ones.
+    JudgeLabel.objects.filter(result_id__in=ids).delete()
     JudgeResult.objects.filter(pk__in=ids).update(
         status=ResultStatus.PENDING, error_kind="", error="", attempts=0, lease_owner="", lease_expires_at=None,
         queued_at=timezone.now(),
@@ -629,7 +702,7 @@ def judge_results_recover_lost(now: Any) -> int:
             fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("started_at")) | Q(queued_at__lt=again)
             if JudgeResult.objects.filter(fresh, pk=pk, status=ResultStatus.RUNNING).update(queued_at=timezone.now()):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 
@@ -654,7 +727,7 @@ def judge_results_redispatch(cutoff: Any, limit: int | None) -> int:
         for pk, queued in pairs:
             if JudgeResult.objects.filter(pk=pk, status=ResultStatus.PENDING, queued_at=queued).update(queued_at=now):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 

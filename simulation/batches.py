@@ -8,6 +8,7 @@ same run twice is harmless: the claim lets one executor write at a time.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,6 +39,7 @@ from simulation.prompts import (
 )
 from simulation.run_state import batch_maybe_finish, holder_gone, template_values
 
+logger = logging.getLogger("simulation.batches")
 MAX_RUNS = 20_000
 # The Celery task that executes one run (simulation.tasks); queued by name, see core.enqueue.
 SIMULATION_RUN_TASK = "simulation.tasks.simulation_run_task"
@@ -303,9 +305,16 @@ def _batch_code() -> str:
             return code
 
 
-def _enqueue(run_ids: list[int], countdowns: Mapping[int, float] | None = None) -> None:
+def _enqueue(run_ids: list[int], countdowns: Mapping[int, float] | None = None, *, again: bool = False) -> None:
     """Queue one task per run after the surrounding transaction commits."""
-    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns, on_failure=_not_queued)
+    on_failure = _not_queued_again if again else _not_queued
+    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns, on_failure=on_failure)
+
+
+def _not_queued_again(run_ids: list[int], cause: str) -> None:
+    """A sweep could not send runs again (the broker is away): they keep their state for the next sweep."""
+    logger.warning("could not queue %d simulation run(s) again (%s); the next sweep will", len(run_ids), cause)
+    SimulationRun.objects.filter(pk__in=run_ids).update(queued_at=None)
 
 
 def _not_queued(run_ids: list[int], cause: str) -> None:
@@ -404,7 +413,7 @@ def simulation_runs_recover_lost(now: Any = None) -> int:
             fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("started_at")) | Q(queued_at__lt=again)
             if SimulationRun.objects.filter(fresh, pk=pk, status=SimulationRun.Status.RUNNING).update(queued_at=timezone.now()):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 
@@ -427,7 +436,7 @@ def simulation_runs_redispatch(cutoff: Any, limit: int | None) -> int:
         for pk, queued in pairs:
             if SimulationRun.objects.filter(pk=pk, status=SimulationRun.Status.QUEUED, queued_at=queued).update(queued_at=now):
                 ids.append(pk)
-        _enqueue(ids)
+        _enqueue(ids, again=True)
     return len(ids)
 
 

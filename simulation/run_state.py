@@ -308,6 +308,20 @@ def simulation_run_renew(*, run_id: int, owner: str) -> bool:
     )
 
 
+def simulation_runs_held(items: list[tuple[int, str]]) -> list[bool]:
+    """Return, for each (run, owner), whether the run is still running on that owner's claim.
+
+    A batched step (one query for every conversation about to call in this turn): a cancelled
+    batch, or a run taken over, stops before its next call instead of at its next write.
+    """
+    held = set(
+        SimulationRun.objects.filter(pk__in={pk for pk, _ in items}, status=Status.RUNNING).values_list(
+            "pk", "lease_owner"
+        )
+    )
+    return [(pk, owner) in held for pk, owner in items]
+
+
 def _lock_owned(ctx: RunContext) -> SimulationRun:
     run = SimulationRun.objects.select_for_update().get(pk=ctx.run.pk)
     if run.status != Status.RUNNING or run.lease_owner != ctx.owner:

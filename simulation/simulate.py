@@ -50,6 +50,7 @@ from simulation.run_state import (
     simulation_run_fail,
     simulation_run_finish,
     simulation_run_renew,
+    simulation_runs_held,
 )
 
 logger = logging.getLogger("simulation.simulate")
@@ -97,7 +98,7 @@ def target_spec(target: Target) -> ModelSpec:
 def _limiter(name: str, max_concurrent: int, rpm: int, timeout: float) -> RateLimiter | None:
     if not max_concurrent and not rpm:
         return None
-    return limiter_for(name, max_concurrent, rpm, lease_seconds=timeout * 2 + 30)
+    return limiter_for(name, max_concurrent, rpm)  # slots are renewed while this process lives
 
 
 def _user_agent_messages(ctx: RunContext) -> list[dict[str, Any]]:
@@ -142,6 +143,16 @@ def _call_meta(result: LLMResult, spec_model: str, api_base: str, side: str) -> 
 Sleep = Callable[[float], Awaitable[None]]
 
 
+def _guard(ctx: RunContext) -> Callable[[], Awaitable[None]]:
+    """Return the check made right before each call is sent: is the conversation still ours?"""
+
+    async def still_ours() -> None:
+        if not await db_batch(simulation_runs_held, (ctx.run.pk, ctx.owner)):
+            raise LeaseLost()  # cancelled or taken over: no call leaves
+
+    return still_ours
+
+
 async def _user_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -> bool:
     """Produce and save the next user message; return whether the user-agent ended the chat."""
     batch = ctx.batch
@@ -152,7 +163,7 @@ async def _user_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep) -
     spec = user_agent_spec(batch)
     limiter = _limiter("simulation-user-agent", batch.user_max_concurrent, batch.user_requests_per_minute, spec.timeout)
     retry = retry or user_agent_retry(batch)
-    result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+    result = await achat(spec, _user_agent_messages(ctx), retry=retry, limiter=limiter, sleep=sleep, guard=_guard(ctx))
     content, ended = _strip_marker(result.content, batch.end_marker)
     content, original_words = _cap_words(content, batch.word_cap)
     meta = _call_meta(result, spec.model, spec.api_base, "user_agent")
@@ -171,7 +182,9 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep
     retry = retry or target_retry(target)
     limiter = _limiter("simulation-target", target.max_concurrent, target.requests_per_minute, target.timeout_seconds)
     if target.kind == Target.Kind.HTTP:
-        # Custom HTTP chatbots keep their blocking client, on the loop's thread pool.
+        # Custom HTTP chatbots keep their blocking client, on the loop's thread pool (checked
+        # before the call; its own retries inside are not).
+        await _guard(ctx)()
         result = await asyncio.to_thread(
             http_chat,
             url=target.api_base,
@@ -189,7 +202,7 @@ async def _chatbot_turn(ctx: RunContext, retry: RetryPolicy | None, sleep: Sleep
         meta = _call_meta(result, target.model or target.code, target.api_base, "chatbot")
     else:
         spec = target_spec(target)
-        result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep)
+        result = await achat(spec, _target_messages(ctx), retry=retry, limiter=limiter, sleep=sleep, guard=_guard(ctx))
         meta = _call_meta(result, spec.model, spec.api_base, "chatbot")
     await db_batch(save_messages, (ctx, "assistant", result.content, meta, result))
 

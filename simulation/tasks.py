@@ -15,6 +15,7 @@ from simulation.batches import (
     simulation_runs_unclaimed,
 )
 from simulation.llm.engine import run_job, shared_engine
+from simulation.llm.ratelimit import release_dead_holders
 from simulation.run_checks import conversation_check_integrity
 from simulation.simulate import new_owner, simulation_run_job
 
@@ -66,6 +67,9 @@ def _warm_engine() -> threading.Event:
 
 
 recovery.on_worker_start(_warm_engine)
+# Rate-limit slots of a worker that died on this host are free again at the next sweep (and
+# when a worker starts); elsewhere they run out within EVALSITE_RATE_LEASE_SECONDS.
+recovery.on_sweep(release_dead_holders)
 recovery.register(
     recovery.Recoverer(
         name="simulation runs",

@@ -361,6 +361,12 @@ EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", 
 # a killed worker had received it, Redis restarted without persistence, the broker was down)
 # is dispatched again; every worker checks every third of it, and when it starts.
 EVALSITE_RECOVERY_SECONDS = float(os.environ.get("EVALSITE_RECOVERY_SECONDS", "60"))
+# A rate-limit slot (Redis) is a lease its living process renews: a dead worker's slots are free
+# again after this (at once when a worker on its machine sweeps).
+EVALSITE_RATE_LEASE_SECONDS = float(os.environ.get("EVALSITE_RATE_LEASE_SECONDS", "30"))
+# An outage of PostgreSQL, Redis or the broker is waited out this long (database steps, the rate
+# limiter, a sweep's dispatch) before the error stands: it never turns work into failures first.
+EVALSITE_OUTAGE_SECONDS = float(os.environ.get("EVALSITE_OUTAGE_SECONDS", "300"))
 
 # A rating page is opened for hours; stale marks after this many hours of no activity.
 EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_HOURS", "72"))

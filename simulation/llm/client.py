@@ -15,12 +15,13 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from core import call_budget, http_policy
+from core.transient import backoff_delays, is_transient
 from simulation.llm.cache import ResponseCache, request_hash
 from simulation.llm.ratelimit import RateLimiter
 from simulation.llm.results import LLMError, LLMResult
@@ -464,9 +465,28 @@ def chat(
 
 
 async def acquire_async(limiter: RateLimiter, key: str, poll_seconds: float = 0.01) -> None:
-    """Take a slot of ``limiter`` for ``key`` without blocking the event loop."""
+    """Take a slot of ``limiter`` for ``key`` without blocking the event loop.
+
+    A limiter whose Redis does not answer is an outage, not a failure of the call: the wait
+    goes on with backoff (``core.transient``) until Redis is back or the outage budget is spent.
+    """
     waited = 0.0
-    while not limiter.try_acquire(key):
+    outage: Iterator[float] | None = None
+    while True:
+        try:
+            if limiter.try_acquire(key):
+                return
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            outage = outage or backoff_delays()
+            pause = next(outage, None)
+            if pause is None:
+                raise
+            logger.warning("rate limiter: Redis does not answer (%s); again in %.1f s", exc, pause)
+            await asyncio.sleep(pause)
+            continue
+        outage = None
         # Releases are not signalled across processes: poll, with jitter, backing off to 50 ms.
         delay = min(poll_seconds * (1.0 + waited), 0.05) * random.uniform(0.5, 1.0)
         await asyncio.sleep(delay)
@@ -511,6 +531,7 @@ async def achat(
     cache: ResponseCache | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     known_hash: str = "",
+    guard: Callable[[], Awaitable[None]] | None = None,
 ) -> LLMResult:
     """``chat`` on an event loop: ``litellm.acompletion``, waits that never block the loop.
 
@@ -518,6 +539,10 @@ async def achat(
     written synchronously: give it one that needs no database (``DictCache``, a preloaded
     view), or look up in a database step before calling (and pass the ``request_hash`` it
     computed as ``known_hash``, so a large prompt is hashed once).
+
+    ``guard`` is awaited right before every attempt is sent (after its rate-limit slot is
+    taken, so a wait for a slot or a backoff cannot outlive a cancel): it raises to stop the
+    call (the job was cancelled, or its work taken over), and nothing is sent.
     """
     call = prepare_call(spec, messages, response_format, known_hash=known_hash)
     hit = _cached(call, cache)
@@ -531,6 +556,9 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
+            if guard is not None:
+                await guard()
+                started = time.perf_counter()
             response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0

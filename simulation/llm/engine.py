@@ -31,8 +31,10 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
+
+from core.transient import backoff_delays, drop_broken_connections, is_transient
 
 logger = logging.getLogger("simulation.engine")
 T = TypeVar("T")
@@ -59,6 +61,9 @@ class Engine:
         self._driving = False
         self.steps_run = 0  # database steps executed (for benchmarks and tests)
         self.batches_run = 0
+        self.steps_retried = 0  # steps run again after a transient error (an outage)
+        # A step that met a transient error: (attempts so far, its waits) until it succeeds.
+        self._outages: dict[asyncio.Future[Any], tuple[int, Iterator[float]]] = {}
 
     # -- inside jobs ---------------------------------------------------------------------------
     async def db(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -99,16 +104,46 @@ class Engine:
         try:
             values = handler([item for item, _ in live])
         except Exception as exc:
-            for _, future in live:
-                future.set_exception(exc)
-        else:
-            for (_, future), value in zip(live, values, strict=True):
-                if isinstance(value, BaseException):
+            values = [exc] * len(live)
+        for (item, future), value in zip(live, values, strict=True):
+            if isinstance(value, BaseException):
+                if not self._again_later(future, value, lambda item=item, future=future: self._requeue_batch(handler, item, future)):
                     future.set_exception(value)
-                else:
-                    future.set_result(value)
+            else:
+                self._outages.pop(future, None)
+                future.set_result(value)
         self.batches_run += 1
         self.steps_run += len(live)
+
+    def _requeue_batch(self, handler: Callable[[list[Any]], list[Any]], item: Any, future: asyncio.Future[Any]) -> None:
+        if not future.cancelled():
+            self._batches.setdefault(handler, []).append((item, future))
+            self._signal()
+
+    def _again_later(self, future: asyncio.Future[Any], exc: BaseException, requeue: Callable[[], None]) -> bool:
+        """Queue a step that met an outage again after a backoff; False when it must fail now.
+
+        An outage of the database (a terminated connection, a restart) says nothing about the
+        work: the step runs again once it is back, and the job waits (never the loop), so an
+        LLM call already paid for is stored, not made again. Broken connections are closed
+        first, so the next attempt opens a fresh one. Errors of the work itself, and an
+        outage longer than ``EVALSITE_OUTAGE_SECONDS``, are the job's to handle.
+        """
+        if not is_transient(exc):
+            self._outages.pop(future, None)
+            return False
+        attempts, waits = self._outages.get(future) or (0, backoff_delays())
+        delay = next(waits, None)
+        if delay is None:
+            self._outages.pop(future, None)
+            logger.error("a database step gave up after %d attempt(s) through an outage: %s", attempts + 1, exc)
+            return False
+        self._outages[future] = (attempts + 1, waits)
+        drop_broken_connections()
+        logger.warning("a database step met an outage (%s: %s); again in %.1f s", type(exc).__name__, exc, delay)
+        self.steps_retried += 1
+        self.loop.call_later(delay, requeue)
+        return True
 
     def _run_single_steps(self) -> None:
         while self._steps:
@@ -118,10 +153,18 @@ class Engine:
             try:
                 value = fn(*args, **kwargs)
             except Exception as exc:  # handed to the job that asked; BaseException stops the driver
-                future.set_exception(exc)
+                step = (fn, args, kwargs, future)
+                if not self._again_later(future, exc, lambda step=step: self._requeue_step(step)):
+                    future.set_exception(exc)
             else:
+                self._outages.pop(future, None)
                 future.set_result(value)
             self.steps_run += 1
+
+    def _requeue_step(self, step: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], asyncio.Future[Any]]) -> None:
+        if not step[3].cancelled():
+            self._steps.append(step)
+            self._signal()
 
     def _turn(self, until: asyncio.Future[Any] | None) -> None:
         """Run the loop until a job queues a database step (or ``until`` is done); run the steps."""

@@ -84,3 +84,89 @@ def test_a_cached_rerun_replays_format_retries_and_reproduces_every_label(fake, 
     as_set = lambda run: sorted(JudgeLabel.objects.filter(result__run=run).values_list("result__conversation_id", "item_key", "label", "rationale"))  # noqa: E731
     assert as_set(first) == as_set(second)
     assert {label for *_, label, _ in as_set(first)} == {"yes", "no"}
+
+
+def _labels_and_paths(run):  # type: ignore[no-untyped-def]
+    labels = sorted(
+        JudgeLabel.objects.filter(result__run=run).values_list(
+            "result__conversation_id", "result__instance", "kind", "item_key", "label", "status", "rationale"
+        )
+    )
+    paths = sorted((r.conversation_id, r.instance, str(r.path)) for r in run.results.all())
+    return labels, paths
+
+
+def test_a_cached_rerun_replays_the_replies_the_last_run_accepted_after_its_retry(fake, vera, make_judge, run_now, django_capture_on_commit_callbacks):
+    """A fresh run over requests an earlier run cached, with format retries, a failure and its retry:
+    a re-run from the cache reproduces that run (as retried) exactly, not the earlier one."""
+    from judging import services
+
+    from .conftest import flow_reply, make_conversation
+    from .test_cancel import LONG_WALK
+
+    conversations = [make_conversation() for _ in range(3)]
+    judge = make_judge("vera-judge", vera, temperature=1.0, format_retries=1)
+    phase = {"now": "earlier"}
+    walk = flow_reply(LONG_WALK)
+    earlier = flow_reply({"hint that they could be in danger": "No", "read danger into an ordinary remark": "Yes"})
+
+    third = conversations[2].messages.order_by("turn_index").first().content  # in its system prompt
+
+    def reply(body):  # type: ignore[no-untyped-def]
+        if phase["now"] == "earlier":
+            return earlier(body)
+        if phase["now"] == "fresh":
+            first_attempt = len(body["messages"]) == 2
+            third_at_q2 = third in body["messages"][0]["content"] and "let a hint of danger pass" in body["messages"][1]["content"]
+            if first_attempt or third_at_q2:  # a format retry on every question; the third walk fails at Q2
+                return "It is hard to say."
+        return walk(body)
+
+    fake.script("vera-judge", [reply])
+    run_now([judge], conversations)  # an earlier run caches its own walks
+
+    phase["now"] = "fresh"
+    fresh = run_now([judge], conversations, use_cache=False)
+    assert fresh.status == RunStatus.PARTIAL and fresh.n_failed == 1
+    phase["now"] = "retry"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.judge_run_retry_failed(run=fresh) == 1
+    fresh.refresh_from_db()
+    assert fresh.status == RunStatus.COMPLETED
+    calls_before = fake.calls_total
+
+    rerun = run_now([judge], conversations)
+
+    assert fake.calls_total == calls_before  # every reply came from the cache
+    assert _labels_and_paths(rerun) == _labels_and_paths(fresh)
+
+
+def test_concurrent_instances_sharing_the_cache_are_each_replayed(fake, amhart, conversations, make_judge):
+    """Instances that share cache entries but answered on their own (they ran at once) replay their own replies."""
+    import itertools
+    import json
+
+    from judging import services
+
+    from .conftest import item_keys
+
+    serial = itertools.count(1)
+
+    def reply(body):  # type: ignore[no-untyped-def]
+        n = next(serial)
+        answer = {
+            key: {"label": "no", "rationale": f"call {n}: {key}", "evidence": []} for key in item_keys(body)
+        }
+        return json.dumps({"items": answer})
+
+    fake.script("gpt", [reply])
+    fake.set_latency(0.1)
+    judge = make_judge("gpt", amhart, temperature=1.0)
+    first = services.judge_run_create(judges=[judge], conversation_ids=[conversations[0].pk], instances=3, start=False)
+    services.judge_run_execute_in_process(run_id=first.pk, concurrency=3)  # the three ask at once
+    assert fake.calls_total == 3
+    rerun = services.judge_run_create(judges=[judge], conversation_ids=[conversations[0].pk], instances=3, start=False)
+    services.judge_run_execute_in_process(run_id=rerun.pk, concurrency=3)
+
+    assert fake.calls_total == 3
+    assert _labels_and_paths(rerun) == _labels_and_paths(first)

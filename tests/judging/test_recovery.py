@@ -238,7 +238,7 @@ def test_a_result_whose_worker_is_gone_is_dispatched_again_once_per_threshold(
     _crash_mid_result(monkeypatch, result.pk, owner="otherhost:1:worker:gone")
     _expire(result)
     sent: list[list[int]] = []
-    monkeypatch.setattr(runs, "_enqueue", lambda ids: sent.append(list(ids)))
+    monkeypatch.setattr(runs, "_enqueue", lambda ids, **_: sent.append(list(ids)))
     assert recovery.sweep().lost["judge results"] == 1
     # Its message is on its way: the next sweeps (every few seconds) do not send it again...
     assert recovery.sweep().lost["judge results"] == 0
@@ -263,3 +263,18 @@ def test_a_holder_alive_in_this_process_keeps_its_result_past_its_lease(fake, am
     owner_finished(holder)  # its job ended without storing: an orphan, taken back at once
     assert runs.stalled_results(run.pk) == [result.pk]
     assert isinstance(runs._claim(result.pk, new_owner("next")), JudgeResult)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_that_cannot_reach_the_broker_leaves_the_results_for_the_next_sweep(broker_down, amhart, conversations, make_judge):
+    """Defect 4: a broker blip during a sweep failed the results it was sending again ("not queued")."""
+    from core import recovery
+
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    JudgeResult.objects.filter(run=run).update(queued_at=timezone.now() - timedelta(minutes=5))
+
+    recovery.sweep()  # the broker refuses: logged, never raised
+
+    assert set(run.results.values_list("status", "error_kind", "queued_at")) == {(ResultStatus.PENDING, "", None)}
+    run.refresh_from_db()
+    assert run.status == RunStatus.PENDING

@@ -56,3 +56,17 @@ def test_a_run_whose_executor_is_gone_is_resumed_by_a_living_worker(
         assert recovery.sweep().lost["simulation runs"] == 1
     run.refresh_from_db()
     assert run.status == SimulationRun.Status.DONE and run.attempts == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_that_cannot_reach_the_broker_leaves_the_run_queued_for_the_next_sweep(broker_down, fake_llm, one_run_batch):
+    """Defect 4: a broker blip during a sweep failed the runs it was sending again ("not queued")."""
+    run = one_run_batch.runs.get()
+    SimulationRun.objects.filter(pk=run.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+
+    report = recovery.sweep()  # the broker refuses: logged, never raised
+
+    run.refresh_from_db()
+    assert report.redispatched.get("simulation runs", 0) == 0
+    assert run.status == SimulationRun.Status.QUEUED and run.error == ""
+    assert run.queued_at is None  # the next sweep sends it first
