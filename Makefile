@@ -37,12 +37,22 @@ run: install
 	$(PY) manage.py seed_demo --if-empty
 	$(PY) manage.py serve $(ADDR)
 
-# Unit and browser tests on SQLite with eager Celery, then the integration module on
-# PostgreSQL + Redis + a real worker (skipped with a reason when those are absent, failed in CI).
+# Unit and browser tests on SQLite with eager Celery (TEST_WORKERS processes, pytest-xdist), and
+# beside them the integration module on PostgreSQL + Redis + a real worker (skipped with a reason
+# when those are absent, failed in CI); its output follows the unit tests'. The two never share a
+# Redis database: the integration module flushes its own (EVALSITE_TEST_REDIS_URL's, moved to
+# database 12), the unit workers take EVALSITE_TEST_REDIS_URL's and the ones below it.
+TEST_WORKERS ?= 2
 test: install-dev install-model
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
-	DJANGO_SETTINGS_MODULE=evalsite.settings.integration $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS)
+	@mkdir -p var; status=0; \
+	integration_redis=$$(printf '%s' "$$EVALSITE_TEST_REDIS_URL" | sed -E 's#^(rediss?://[^/]*)(/[0-9]*)?$$#\1/12#'); \
+	DJANGO_SETTINGS_MODULE=evalsite.settings.integration EVALSITE_TEST_REDIS_URL="$$integration_redis" \
+	  $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS) > var/integration-tests.log 2>&1 & pid=$$!; \
+	$(PY) -m pytest -m "not integration" -n $(TEST_WORKERS) $(PYTEST_ARGS) || status=1; \
+	wait $$pid || status=1; \
+	echo "--- integration module (tests/integration, run beside the unit tests) ---"; cat var/integration-tests.log; \
+	exit $$status
 
 test-unit: install-dev
 	$(PY) -m pytest -m "not integration and not browser" $(PYTEST_ARGS)
