@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlsplit
 
 import pytest
@@ -66,14 +65,9 @@ def _assert_every_item_missing(run, amhart, why: str):  # type: ignore[no-untype
         assert all(why in reason for _, _, reason in labels), labels[0]
 
 
-def test_a_redis_failure_stores_missing_labels_with_the_reason(amhart, conversations, make_judge, run_now, fake, settings, monkeypatch):
+def test_a_redis_failure_stores_missing_labels_with_the_reason(amhart, conversations, make_judge, run_now, fake, settings, monkeypatch, redis_url):
     """The shared rate limiter's Redis refuses (here: a database index it does not have)."""
-    base = os.environ.get("EVALSITE_TEST_REDIS_URL", "")
-    if not base:
-        if os.environ.get("CI") == "true":
-            pytest.fail("EVALSITE_TEST_REDIS_URL must name a Redis database under CI (.ci/run sets it)")
-        pytest.skip("set EVALSITE_TEST_REDIS_URL to run the Redis failure test")
-    settings.REDIS_URL = urlsplit(base)._replace(path="/99").geturl()  # this checkout's Redis, an index it lacks
+    settings.REDIS_URL = urlsplit(redis_url)._replace(path="/99").geturl()  # this checkout's Redis, an index it lacks
     monkeypatch.setattr(ratelimit, "_limiters", {})  # no limiter made before with another Redis
     judge = make_judge("limited-judge", amhart, max_concurrent=2)
     fake.script("limited-judge", [checklist_reply()])

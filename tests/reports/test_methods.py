@@ -17,8 +17,6 @@ from django.utils import timezone
 
 from annotation.consensus.services import study_compute_consensus
 from annotation.models import Study
-from annotation.sampling.selectors import PlanOptions
-from annotation.sampling.services import study_create_from_plan
 from annotation.studies.services import study_create
 from judging.sources import label_source_get
 from reports import jobs, methods, services
@@ -36,8 +34,8 @@ from tests.support.judged import (
     judged_run,
     judges_for,
     noisy,
+    oversampled_study,
     rate,
-    rate_all,
     rated_study,
 )
 from tests.support.report_study import CHATBOTS, build_report_study
@@ -206,34 +204,12 @@ def test_judges_paragraph_states_epsilon_q_minimums_and_the_outcome_and_follows_
 # --- scorecards, weights and the judge-assisted estimates ------------------------------------------------------
 
 
-def _labels(good: bool) -> dict[str, str]:
-    return {k: ("N/A" if k in ("amhart_13", "amhart_14") else ("yes" if good else "no")) for k in AMHART_KEYS}
-
-
 @pytest.fixture
 def planned(db, coordinator, clinician):  # type: ignore[no-untyped-def]
     """A study drawn from a judge run with a sampling plan (disagreements oversampled), and one drawn by hand."""
-    instrument = amhart()
-    conversations = corpus(repetitions=12)
-    good = {c.pk: (i % 4 != 0) for i, c in enumerate(conversations)}
-    truth = {c.pk: _labels(good[c.pk]) for c in conversations}
-
-    def judge(j, c):  # type: ignore[no-untyped-def]
-        labels = dict(truth[c.pk])
-        if j.name == "judge-c" and not good[c.pk]:
-            labels["amhart_01"] = "yes"
-        return labels
-
-    run = judged_run(instrument, judges_for(instrument, ["judge-a", "judge-b", "judge-c"]), conversations, judge)
-    study = study_create_from_plan(
-        run=run, source_key=None, options=PlanOptions(method="oversample", n=20, seed=3, boost=4.0),
-        created_by=coordinator, name="Planned", rater_title="", description="", section=None,
-        coordinators=[coordinator], raters=[(clinician, "clinician")], raters_per_conversation=1,
-    )
-    picked = [link.conversation for link in study.study_conversations.all()]
-    rate_all(study, coordinator, [clinician], picked, truth)
-    by_hand = rated_study(coordinator, [clinician], conversations[:8], truth, name="By hand")
-    return study, by_hand, run
+    built = oversampled_study(coordinator, clinician)
+    by_hand = rated_study(coordinator, [clinician], built["conversations"][:8], built["truth"], name="By hand")
+    return built["study"], by_hand, built["run"]
 
 
 def test_scorecard_paragraph_says_weighted_by_the_plan_or_unweighted(planned):

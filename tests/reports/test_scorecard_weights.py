@@ -7,53 +7,25 @@ import io
 
 import pytest
 
-from annotation.sampling.selectors import PlanOptions
-from annotation.sampling.services import study_create_from_plan
 from reports.services import study_scorecard
 from tests.conftest import client_for
 from tests.support.judged import (
-    AMHART_KEYS,
     amhart,
     chatbot_of,
     corpus,
+    good_or_bad_labels,
     judged_run,
     judges_for,
-    rate_all,
+    oversampled_study,
     rated_study,
 )
 
 
-def _labels(good: bool) -> dict[str, str]:
-    return {k: ("N/A" if k in ("amhart_13", "amhart_14") else ("yes" if good else "no")) for k in AMHART_KEYS}
-
-
 @pytest.fixture
 def planned(db, coordinator, clinician):  # type: ignore[no-untyped-def]
-    """Per chatbot 24 conversations: 18 where the chatbot does everything (score 1), 6 where it does nothing (0).
-
-    The judges disagree (judge-c dissents on one item) exactly on the bad ones, and the plan oversamples them
-    four times: the rated sample holds far more bad conversations than the chatbot produces.
-    """
-    instrument = amhart()
-    conversations = corpus(repetitions=12)  # 2 chatbots x 2 personas x 12 = 48
-    good = {c.pk: (i % 4 != 0) for i, c in enumerate(conversations)}
-    truth = {c.pk: _labels(good[c.pk]) for c in conversations}
-
-    def judge(j, c):  # type: ignore[no-untyped-def]
-        labels = dict(truth[c.pk])
-        if j.name == "judge-c" and not good[c.pk]:
-            labels["amhart_01"] = "yes"
-        return labels
-
-    run = judged_run(instrument, judges_for(instrument, ["judge-a", "judge-b", "judge-c"]), conversations, judge)
-    study = study_create_from_plan(
-        run=run, source_key=None, options=PlanOptions(method="oversample", n=20, seed=3, boost=4.0),
-        created_by=coordinator, name="Planned", rater_title="", description="", section=None,
-        coordinators=[coordinator], raters=[(clinician, "clinician")], raters_per_conversation=1,
-    )
-    picked = [link.conversation for link in study.study_conversations.all()]
-    rate_all(study, coordinator, [clinician], picked, truth)
-    return study, conversations, good, picked
+    """48 conversations, a quarter bad; the judges disagree on the bad ones and the plan oversamples them."""
+    built = oversampled_study(coordinator, clinician)
+    return built["study"], built["conversations"], built["good"], built["picked"]
 
 
 def test_oversampled_disagreements_pull_the_unweighted_score_down_but_not_the_weighted_one(planned, coordinator):
@@ -91,7 +63,7 @@ def test_oversampled_disagreements_pull_the_unweighted_score_down_but_not_the_we
 def test_a_study_without_a_plan_is_labelled_unweighted(db, coordinator, clinician):
     instrument = amhart()
     conversations = corpus(repetitions=2)
-    truth = {c.pk: _labels(True) for c in conversations}
+    truth = {c.pk: good_or_bad_labels(True) for c in conversations}
     judged_run(instrument, judges_for(instrument, ["p1", "p2"]), conversations, lambda j, c: truth[c.pk])
     study = rated_study(coordinator, [clinician], conversations[:4], truth)
     card = study_scorecard(study=study)

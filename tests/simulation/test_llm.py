@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pickle
 import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -358,27 +356,6 @@ def test_the_local_limiter_caps_requests_per_minute() -> None:
     assert limiter.try_acquire("another-model") is True
 
 
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """Yield this checkout's test Redis URL (EVALSITE_TEST_REDIS_URL); skip without it, except under CI=true."""
-    import redis
-
-    url = os.environ.get("EVALSITE_TEST_REDIS_URL", "")
-    if not url:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("EVALSITE_TEST_REDIS_URL must name a Redis database under CI (.ci/run sets it)")
-        pytest.skip("set EVALSITE_TEST_REDIS_URL to run the shared-limit tests")
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Redis must answer at {url} under CI: {exc}")
-        pytest.skip(f"Redis does not answer at {url}: {exc}")
-    yield url
-    for stale in client.scan_iter("evalsite-test:*"):
-        client.delete(stale)
-    client.close()
 
 
 def test_redis_limiters_share_one_concurrency_cap(fake_llm: FakeLLM, redis_url: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 
@@ -53,3 +54,26 @@ def broker_down():  # type: ignore[no-untyped-def]
     _drop_connections()
     for key, value in saved.items():
         conf[key] = value
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """Yield this checkout's test Redis URL (EVALSITE_TEST_REDIS_URL); skip without it, except under CI=true."""
+    import redis
+
+    url = os.environ.get("EVALSITE_TEST_REDIS_URL", "")
+    if not url:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("EVALSITE_TEST_REDIS_URL must name a Redis database under CI (.ci/run sets it)")
+        pytest.skip("set EVALSITE_TEST_REDIS_URL to run the shared-limit tests")
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Redis must answer at {url} under CI: {exc}")
+        pytest.skip(f"Redis does not answer at {url}: {exc}")
+    yield url
+    for stale in client.scan_iter("evalsite-test:*"):
+        client.delete(stale)
+    client.close()

@@ -160,3 +160,39 @@ def rate_all(study: Study, coordinator: Any, raters: Sequence[Any], conversation
 def chatbot_of(conversation: Conversation) -> str:
     target: Target = conversation.target
     return f"{target.code} · {target.model}"
+
+
+def good_or_bad_labels(good: bool) -> dict[str, str]:
+    """AMHART labels of a conversation where the chatbot does everything (yes) or nothing (no); items 13-14 N/A."""
+    return {k: ("N/A" if k in ("amhart_13", "amhart_14") else ("yes" if good else "no")) for k in AMHART_KEYS}
+
+
+def oversampled_study(coordinator: Any, clinician: Any) -> dict[str, Any]:
+    """Per chatbot 24 conversations: 18 where the chatbot does everything (score 1), 6 where it does nothing (0).
+
+    The judges disagree (judge-c dissents on one item) exactly on the bad ones, and a sampling plan
+    oversamples them four times; the clinician rates the drawn conversations as the truth.
+    """
+    from annotation.sampling.selectors import PlanOptions
+    from annotation.sampling.services import study_create_from_plan
+
+    instrument = amhart()
+    conversations = corpus(repetitions=12)  # 2 chatbots x 2 personas x 12 = 48
+    good = {c.pk: (i % 4 != 0) for i, c in enumerate(conversations)}
+    truth = {c.pk: good_or_bad_labels(good[c.pk]) for c in conversations}
+
+    def judge(j: Any, c: Conversation) -> dict[str, str]:
+        labels = dict(truth[c.pk])
+        if j.name == "judge-c" and not good[c.pk]:
+            labels["amhart_01"] = "yes"
+        return labels
+
+    run = judged_run(instrument, judges_for(instrument, ["judge-a", "judge-b", "judge-c"]), conversations, judge)
+    study = study_create_from_plan(
+        run=run, source_key=None, options=PlanOptions(method="oversample", n=20, seed=3, boost=4.0),
+        created_by=coordinator, name="Planned", rater_title="", description="", section=None,
+        coordinators=[coordinator], raters=[(clinician, "clinician")], raters_per_conversation=1,
+    )
+    picked = [link.conversation for link in study.study_conversations.all()]
+    rate_all(study, coordinator, [clinician], picked, truth)
+    return {"study": study, "run": run, "conversations": conversations, "good": good, "truth": truth, "picked": picked}
