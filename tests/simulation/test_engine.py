@@ -15,7 +15,7 @@ from simulation.llm import LLMError, ModelSpec, RedisRateLimiter, RetryPolicy, a
 from simulation.llm.engine import Engine, EngineBusy, EngineThread, db, db_batch
 from tests.support.fake_llm import FakeLLM, http_429, http_500
 
-from .test_llm import HELLO, KEY_ENV, SECRET, redis_url, spec_for  # noqa: F401
+from .test_llm import HELLO, KEY_ENV, SECRET, spec_for
 
 pytestmark = pytest.mark.django_db
 
@@ -147,7 +147,7 @@ def test_the_engine_thread_runs_jobs_submitted_from_other_threads(fake_llm: Fake
         engine.stop()
 
 
-def test_redis_limits_hold_across_engines(fake_llm: FakeLLM, redis_url: str) -> None:  # noqa: F811
+def test_redis_limits_hold_across_engines(fake_llm: FakeLLM, redis_url: str) -> None:
     prefix = f"evalsite-test:{uuid.uuid4().hex}"
     fake_llm.set_latency(0.15)
     spec = spec_for(fake_llm)
