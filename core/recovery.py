@@ -12,8 +12,9 @@ worker that died. Each app registers a :class:`Recoverer` for its kind of work, 
 - work claimed by a worker that is gone (a dead process on this host at once, elsewhere once
   its lease ran out), at most once per threshold per row;
 - work queued but unclaimed for longer than ``EVALSITE_RECOVERY_SECONDS``. A long backlog is
-  not lost work: the broker's queue is counted first, and only as many rows as the queue
-  cannot hold a message for are dispatched again, oldest first.
+  not lost work: the broker's queue is counted first, and only as many rows as its messages
+  cannot hold (a message carries a group of up to ``EVALSITE_TASK_GROUP_SIZE`` rows) are
+  dispatched again, oldest first.
 
 Claims stay idempotent (a conditional UPDATE), so a late original delivery, or two workers
 sweeping at once, does nothing twice. Lower layers cannot import the apps above them: apps
@@ -32,6 +33,8 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+
+from core.enqueue import group_size
 
 logger = logging.getLogger("core.recovery")
 
@@ -150,8 +153,13 @@ def sweep(*, now: datetime | None = None) -> SweepReport:
             _drop_broken(connection)
     if sum(report.unclaimed.values()):
         report.queue_depth = queue_depth()
-        # Only as many rows as the queue holds no message for can have lost theirs.
-        budget = None if report.queue_depth is None else max(sum(report.unclaimed.values()) - report.queue_depth, 0)
+        # Only as many rows as the queue holds no message for can have lost theirs; a message
+        # carries up to a group of rows (core.enqueue), so a backlog of n messages covers up
+        # to n groups: rows beyond that are surely lost, the others wait for the queue to drain.
+        budget = (
+            None if report.queue_depth is None
+            else max(sum(report.unclaimed.values()) - report.queue_depth * group_size(), 0)
+        )
         cutoff = now - timedelta(seconds=recovery_seconds())
         for name, waiting in report.unclaimed.items():
             if not waiting or budget == 0:

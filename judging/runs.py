@@ -28,7 +28,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.bulk import insert_rows
-from core.enqueue import enqueue_on_commit
+from core.enqueue import enqueue_groups_on_commit
 from core.recovery import recovery_seconds
 from core.transient import is_transient
 from judging.cache import DbCache
@@ -63,8 +63,8 @@ from simulation.run_state import holder_gone, new_owner, owner_finished, owner_s
 logger = logging.getLogger("judging")
 
 MAX_INSTANCES = 10
-# The Celery task that judges one result (judging.tasks); queued by name, see core.enqueue.
-JUDGE_RESULT_TASK = "judging.tasks.judge_result_task"
+# The Celery task that judges a group of results (judging.tasks); queued by name, see core.enqueue.
+JUDGE_RESULTS_TASK = "judging.tasks.judge_results_task"
 
 
 def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
@@ -72,7 +72,7 @@ def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
 
 
 def _enqueue(result_ids: Sequence[int], *, again: bool = False) -> None:
-    enqueue_on_commit(JUDGE_RESULT_TASK, result_ids, on_failure=_not_queued_again if again else _not_queued)
+    enqueue_groups_on_commit(JUDGE_RESULTS_TASK, result_ids, on_failure=_not_queued_again if again else _not_queued)
 
 
 def _not_queued_again(result_ids: list[int], cause: str) -> None:

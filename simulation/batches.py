@@ -1,8 +1,8 @@
-"""Simulation batches: create (plan every run and queue one task each), cancel, resume, recover.
+"""Simulation batches: create (plan every run and queue them, a group per task), cancel, resume, recover.
 
 Every planned conversation is a ``SimulationRun`` row created with the batch; the Celery task
-``simulation_run_task`` executes one run (``simulate.simulation_run_execute``). Queueing the
-same run twice is harmless: the claim lets one executor write at a time.
+``simulation_runs_task`` executes a group of runs together (``simulate.simulation_run_job``
+each). Queueing the same run twice is harmless: the claim lets one executor write at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.utils import timezone
 from core import call_budget
 from core.call_budget import budget_problems
 from core.codes import new_code
-from core.enqueue import enqueue_on_commit
+from core.enqueue import enqueue_groups_on_commit
 from core.recovery import recovery_seconds
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 from corpus.models import Persona, PersonaSet, Target
@@ -42,7 +42,7 @@ from simulation.run_state import batch_maybe_finish, holder_gone, template_value
 logger = logging.getLogger("simulation.batches")
 MAX_RUNS = 20_000
 # The Celery task that executes one run (simulation.tasks); queued by name, see core.enqueue.
-SIMULATION_RUN_TASK = "simulation.tasks.simulation_run_task"
+SIMULATION_RUNS_TASK = "simulation.tasks.simulation_runs_task"
 Protocol = SimulationBatch.Protocol
 Kind = PromptTemplate.Kind
 
@@ -305,10 +305,10 @@ def _batch_code() -> str:
             return code
 
 
-def _enqueue(run_ids: list[int], countdowns: Mapping[int, float] | None = None, *, again: bool = False) -> None:
-    """Queue one task per run after the surrounding transaction commits."""
+def _enqueue(run_ids: list[int], *, again: bool = False) -> None:
+    """Queue the runs, a group per message, after the surrounding transaction commits."""
     on_failure = _not_queued_again if again else _not_queued
-    enqueue_on_commit(SIMULATION_RUN_TASK, run_ids, countdowns=countdowns, on_failure=on_failure)
+    enqueue_groups_on_commit(SIMULATION_RUNS_TASK, run_ids, on_failure=on_failure)
 
 
 def _not_queued_again(run_ids: list[int], cause: str) -> None:

@@ -29,13 +29,47 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
     return bool(conversation.integrity_ok)
 
 
-# One task per planned conversation. acks_late + reject_on_worker_lost: a worker killed
-# mid-conversation leaves the message to be delivered again; the run's lease (see
-# simulation.run_state) makes a second delivery resume after the last saved message, never
-# write twice. "busy" (another live executor holds the lease) ends the task: the sweeper
-# (core.recovery) queues the run again should that executor die.
-# In a worker the conversation runs on the process's engine thread with every other one in
-# flight; the task's own thread only waits for it (so its broker message stays unacknowledged).
+# One message per group of planned conversations (core.enqueue). acks_late +
+# reject_on_worker_lost: a worker killed mid-conversation leaves the message to be delivered
+# again; each run's lease (see simulation.run_state) makes a second delivery resume after the
+# last saved message, never write twice, and leaves finished runs alone. "busy" (another live
+# executor holds the lease) ends that run's job: the sweeper (core.recovery) queues the run
+# again should that executor die. In a worker the group's conversations run on the process's
+# engine thread with every other one in flight; the task's own thread only waits for them (so
+# its broker message stays unacknowledged until all have ended).
+def _simulate(task_id: str, run_ids: list[int], inline: bool) -> list[str]:
+    """Simulate ``run_ids`` together on one engine; raise the first error once all ended."""
+    jobs = [
+        # One owner per run: a job that ends must not make its neighbours' claims look orphaned.
+        (lambda pk=pk, owner=owner: simulation_run_job(run_id=pk, owner=owner))
+        for pk, owner in ((pk, new_owner(task_id)) for pk in run_ids)
+    ]
+    # Eager Celery (tests, no worker) runs a group's conversations one after the other, as it
+    # ran their one-run messages before.
+    outcomes = [run_job(job) for job in jobs] if inline else shared_engine().call_many(jobs)
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    for error in errors[1:]:
+        logger.error("a simulation run of task %s failed: %r", task_id, error)
+    if errors:
+        raise errors[0]
+    return [outcome.status for outcome in outcomes]
+
+
+@shared_task(
+    name="simulation.tasks.simulation_runs_task",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=6 * 3600,
+    soft_time_limit=6 * 3600 - 60,
+)
+def simulation_runs_task(self: Any, run_ids: list[int]) -> list[str]:
+    """Simulate a group of a batch's conversations (or resume them); return their outcomes."""
+    inline = self.request.is_eager or self.request.called_directly
+    return _simulate(str(self.request.id or "")[:12], [int(pk) for pk in run_ids], inline)
+
+
+# Messages queued by a version that sent one conversation per message are still taken.
 @shared_task(
     name="simulation.tasks.simulation_run_task",
     bind=True,
@@ -46,14 +80,8 @@ def conversation_check_integrity_task(conversation_id: int) -> bool:
 )
 def simulation_run_task(self: Any, run_id: int) -> str:
     """Simulate one conversation of a batch (or resume it); return the outcome."""
-    owner = new_owner(str(self.request.id or "")[:12])
-
-    def job():  # type: ignore[no-untyped-def]
-        return simulation_run_job(run_id=run_id, owner=owner)
-
     inline = self.request.is_eager or self.request.called_directly
-    outcome = run_job(job) if inline else shared_engine().call(job)
-    return outcome.status
+    return _simulate(str(self.request.id or "")[:12], [int(run_id)], inline)[0]
 
 
 def _warm_engine() -> threading.Event:

@@ -299,6 +299,10 @@ if not REDIS_URL:
         # Exchange tables: kombu's default is ./control in the working directory (the checkout).
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # An idle worker looks for new messages this often (kombu's default is 1 s): a short
+        # job or a report otherwise waits up to a second before it starts. A look is one
+        # directory listing.
+        "polling_interval": float(os.environ.get("EVALSITE_BROKER_POLL_SECONDS", "0.1")),
     }
     for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
@@ -355,6 +359,9 @@ EVALSITE_API_HOSTS_EXTRA: list[str] = []
 # Tasks one worker process holds at once (`--pool threads --concurrency N`): how many
 # conversations and judge results its engine keeps in flight. `manage.py serve` uses it.
 EVALSITE_WORKER_CONCURRENCY = int(os.environ.get("EVALSITE_WORKER_CONCURRENCY", "32"))
+# Units of work (conversations, judge results) one task message carries: the broker's cost per
+# task (send, receive, acknowledge) is paid once per group. Crash recovery is per unit.
+EVALSITE_TASK_GROUP_SIZE = int(os.environ.get("EVALSITE_TASK_GROUP_SIZE", "16"))
 EVALSITE_JUDGE_STALE_SECONDS = float(os.environ.get("EVALSITE_JUDGE_STALE_SECONDS", "90"))
 EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", "3"))
 # The sweeper (core.recovery): work queued this long and never claimed (its message was lost:

@@ -263,24 +263,30 @@ class Engine:
 
     def submit(self, job: Job) -> concurrent.futures.Future[Any]:
         """Start ``job`` on this (serving) engine from another thread; return its future."""
-        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        return self.submit_many([job])[0]
+
+    def submit_many(self, jobs: Sequence[Job]) -> list[concurrent.futures.Future[Any]]:
+        """Start ``jobs`` on this (serving) engine from another thread, in one hand-over; return their futures."""
+        results: list[concurrent.futures.Future[Any]] = [concurrent.futures.Future() for _ in jobs]
 
         def start() -> None:
-            task = self.loop.create_task(self._guarded(job, None), context=contextvars.copy_context())
-
-            def finished(t: asyncio.Task[Any]) -> None:
-                if t.cancelled():
-                    result.set_exception(concurrent.futures.CancelledError())
-                elif t.exception() is not None:
-                    result.set_exception(t.exception())  # type: ignore[arg-type]
-                else:
-                    result.set_result(t.result())
-
-            task.add_done_callback(finished)
+            for job, result in zip(jobs, results, strict=True):
+                task = self.loop.create_task(self._guarded(job, None), context=contextvars.copy_context())
+                task.add_done_callback(lambda t, result=result: _settle(result, t))
             self._signal()
 
         self.loop.call_soon_threadsafe(start)
-        return result
+        return results
+
+
+def _settle(result: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    """Hand a finished loop task's outcome to the other thread's future."""
+    if task.cancelled():
+        result.set_exception(concurrent.futures.CancelledError())
+    elif task.exception() is not None:
+        result.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        result.set_result(task.result())
 
 
 async def db(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -403,6 +409,31 @@ class EngineThread:
         finally:
             with self._waiting_lock:
                 self._waiting.discard(future)
+
+    def call_many(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Any]:
+        """Run ``jobs`` on the engine thread together; block until all end and return their values.
+
+        One task message's group of work: the jobs are started in one hand-over to the loop.
+        A job's exception is returned in its place (the others run on), so one failure never
+        hides what the rest did; the caller decides what to raise.
+        """
+        if not self.thread.is_alive():
+            raise RuntimeError("the engine thread is not running")
+        futures = self.engine.submit_many(jobs)
+        with self._waiting_lock:
+            self._waiting.update(futures)
+        try:
+            concurrent.futures.wait(futures, timeout=timeout)
+            values: list[Any] = []
+            for future in futures:
+                if not future.done():
+                    raise TimeoutError("the engine did not finish the group in time")
+                error = future.exception()
+                values.append(error if error is not None else future.result())
+            return values
+        finally:
+            with self._waiting_lock:
+                self._waiting.difference_update(futures)
 
     def stop(self) -> None:
         self._stop.set()

@@ -22,7 +22,10 @@ from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conver
 from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.integration
-N = 5  # results per run: a worker of concurrency 3 holds 3, the others wait in the queue
+# Results per run, sent in messages of GROUP: a worker of concurrency 1 holds one message (three
+# results), the others wait in the queue.
+N = 6
+GROUP = 3
 # From a worker's engine being ready to the run being finished: the recovery threshold, a
 # sweep interval, the calls, and room for a loaded two-core machine.
 FINISH_WITHIN = 3 + 1 + 20
@@ -36,7 +39,8 @@ def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, Fa
     monkeypatch.setenv(KEY_ENV, SECRET)
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     broker.flushdb()
-    pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "judgefault", **{KEY_ENV: SECRET})
+    monkeypatch.setattr(settings, "EVALSITE_TASK_GROUP_SIZE", GROUP, raising=False)
+    pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "judgefault", EVALSITE_TASK_GROUP_SIZE=str(GROUP), **{KEY_ENV: SECRET})
     lock = RowLock()
     with FakeLLM(latency=0.2) as fake:
         fake.script("gpt", [checklist_reply()])
@@ -82,7 +86,7 @@ def _assert_complete(run: JudgeRun, attempts: dict[int, int]) -> None:
 def test_a_worker_killed_after_receiving_tasks_but_before_claiming_them(setup):
     """Phase 1: the messages were delivered (unacknowledged in Redis for an hour), no row claimed."""
     pool, fake, lock = setup
-    first = pool.start()
+    first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N)], start=False)
     ids = list(run.results.order_by("pk").values_list("pk", flat=True))
     assert lock.hold("judging_judgerun", "id = %s", (run.pk,)) == 1  # a claim marks the run started: it waits here
@@ -92,7 +96,7 @@ def test_a_worker_killed_after_receiving_tasks_but_before_claiming_them(setup):
     lock.release()
     assert list(JudgeResult.objects.filter(run=run).values_list("status", flat=True)) == [ResultStatus.PENDING] * N
 
-    pool.start()
+    pool.start(concurrency=1)
     _finish(pool, run, 1)
     _assert_complete(run, dict.fromkeys(ids, 1))
     assert fake.calls_total == N  # nothing was paid twice
@@ -103,7 +107,7 @@ def test_a_worker_killed_in_the_middle_of_its_calls(setup):
     pool, fake, lock = setup
     gate = Gate(checklist_reply())
     fake.script("gpt", [gate])  # every call waits at the fake server until the gate opens
-    first = pool.start()
+    first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N)])
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
     pool.kill(first)
@@ -112,7 +116,7 @@ def test_a_worker_killed_in_the_middle_of_its_calls(setup):
     fake.script("gpt", [checklist_reply()])
     gate.open()
 
-    pool.start()
+    pool.start(concurrency=1)
     _finish(pool, run, 1)
     ids = run.results.values_list("pk", flat=True)
     _assert_complete(run, {pk: 2 if pk in victims else 1 for pk in ids})
@@ -124,7 +128,7 @@ def test_a_worker_killed_after_its_calls_but_before_storing_them(setup):
     pool, fake, lock = setup
     gate = Gate(checklist_reply())
     fake.script("gpt", [gate])
-    first = pool.start()
+    first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N)])
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
     victims = set(JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING).values_list("pk", flat=True))
@@ -137,7 +141,7 @@ def test_a_worker_killed_after_its_calls_but_before_storing_them(setup):
     assert set(JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING).values_list("pk", flat=True)) == victims
     assert not JudgeLabel.objects.filter(result__in=victims).exists()  # the store was rolled back whole
 
-    pool.start()
+    pool.start(concurrency=1)
     _finish(pool, run, 1)
     ids = run.results.values_list("pk", flat=True)
     _assert_complete(run, {pk: 2 if pk in victims else 1 for pk in ids})
@@ -149,11 +153,11 @@ def test_a_living_worker_takes_back_what_a_dead_one_held(setup):
     pool, fake, lock = setup
     gate = Gate(checklist_reply())
     fake.script("gpt", [gate])
-    first = pool.start()
+    first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N + 2)])
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
     gate.free = 1  # the second worker's first call builds its client: let it through
-    pool.start(concurrency=6)  # takes the results still queued, and has room for three more
+    pool.start(concurrency=2)  # takes the results still queued, and has room for a group more
     assert wait_for(lambda: fake.in_flight >= 5, 120), pool.logs()
     victims = set(
         JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING, lease_owner__regex=rf":{first.pid}[@:]")

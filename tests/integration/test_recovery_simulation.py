@@ -23,7 +23,10 @@ from tests.simulation.sim_setup import KEY_ENV, SECRET, amhart_spec
 from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.integration
-N = 5  # conversations: a worker of concurrency 3 holds 3, the others wait in the queue
+# Conversations, sent in messages of GROUP: a worker of concurrency 1 holds one message (three
+# conversations), the others wait in the queue.
+N = 6
+GROUP = 3
 MESSAGES = 4  # card, chatbot, persona, chatbot: two chatbot calls and one user-agent call each
 FINISH_WITHIN = 3 + 1 + 25
 
@@ -36,7 +39,8 @@ def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, Fa
     monkeypatch.setenv(KEY_ENV, SECRET)
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     broker.flushdb()
-    pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "simfault", **{KEY_ENV: SECRET})
+    monkeypatch.setattr(settings, "EVALSITE_TASK_GROUP_SIZE", GROUP, raising=False)
+    pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "simfault", EVALSITE_TASK_GROUP_SIZE=str(GROUP), **{KEY_ENV: SECRET})
     lock = RowLock()
     with FakeLLM(latency=0.1) as fake:
         yield pool, fake, lock
@@ -85,7 +89,7 @@ def _finish_and_check(pool: Workers, batch: SimulationBatch, worker_index: int, 
 
 def test_a_worker_killed_after_receiving_conversations_but_before_claiming_them(setup):
     pool, fake, lock = setup
-    first = pool.start()
+    first = pool.start(concurrency=1)
     batch = _batch(fake, dispatch=False)
     ids = list(batch.runs.order_by("pk").values_list("pk", flat=True))
     assert lock.hold("simulation_simulationrun", "batch_id = %s", (batch.pk,)) == N  # a claim locks its row first
@@ -97,7 +101,7 @@ def test_a_worker_killed_after_receiving_conversations_but_before_claiming_them(
     lock.release()
     assert set(batch.runs.values_list("status", flat=True)) == {SimulationRun.Status.QUEUED}
 
-    pool.start()
+    pool.start(concurrency=1)
     _finish_and_check(pool, batch, 1, dict.fromkeys(ids, 1), {})
     assert fake.calls_total == N * 3  # nothing paid twice
 
@@ -108,7 +112,7 @@ def test_a_worker_killed_mid_conversation_is_resumed_after_the_last_saved_messag
     gate = Gate("Thank you for telling me. How have you been sleeping?")
     fake.script("chatbot", [gate])  # chatbot replies wait at the fake server until the gate opens
     fake.script("persona-agent", ["I barely sleep, maybe four hours."])
-    first = pool.start()
+    first = pool.start(concurrency=1)
     batch = _batch(fake)
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
     victims = set(batch.runs.filter(status=SimulationRun.Status.RUNNING).values_list("pk", flat=True))
@@ -124,7 +128,7 @@ def test_a_worker_killed_mid_conversation_is_resumed_after_the_last_saved_messag
     fake.script("chatbot", ["Thank you for telling me. How have you been sleeping?"])
     gate.open()
 
-    pool.start()
+    pool.start(concurrency=1)
     ids = batch.runs.values_list("pk", flat=True)
     _finish_and_check(pool, batch, 1, {pk: 2 if pk in victims else 1 for pk in ids}, kept)
     # The three chatbot calls cut short (or whose replies were never stored) are made again,
@@ -138,11 +142,11 @@ def test_a_living_worker_takes_back_a_dead_workers_conversations(setup):
     gate = Gate("Thank you for telling me. How have you been sleeping?")
     fake.script("chatbot", [gate])
     fake.script("persona-agent", ["I barely sleep, maybe four hours."])
-    first = pool.start()
+    first = pool.start(concurrency=1)
     batch = _batch(fake)
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
     gate.free = 1  # the second worker's first call builds its client: let it through
-    pool.start(concurrency=6)
+    pool.start(concurrency=2)
     assert wait_for(lambda: fake.in_flight >= 5, 120), pool.logs()
     victims = set(
         batch.runs.filter(status=SimulationRun.Status.RUNNING, lease_owner__regex=rf":{first.pid}[@:]").values_list("pk", flat=True)

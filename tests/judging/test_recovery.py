@@ -207,7 +207,7 @@ def test_a_pending_result_whose_message_was_lost_is_dispatched_again_past_the_th
     assert fake.calls_total == 1
 
 
-@override_settings(EVALSITE_RECOVERY_SECONDS=30)
+@override_settings(EVALSITE_RECOVERY_SECONDS=30, EVALSITE_TASK_GROUP_SIZE=1)
 def test_unclaimed_results_that_the_queue_still_holds_messages_for_are_left_waiting(
     fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -225,6 +225,25 @@ def test_unclaimed_results_that_the_queue_still_holds_messages_for_are_left_wait
     with django_capture_on_commit_callbacks(execute=True):
         assert recovery.sweep().redispatched["judge results"] == 1
     assert list(run.results.order_by("pk").values_list("status", flat=True)) == [ResultStatus.DONE, ResultStatus.PENDING]
+
+
+@override_settings(EVALSITE_RECOVERY_SECONDS=30, EVALSITE_TASK_GROUP_SIZE=2)
+def test_a_queued_message_may_hold_a_whole_group_of_unclaimed_results(
+    fake, amhart, conversations, make_judge, monkeypatch, django_capture_on_commit_callbacks
+):
+    """One message carries up to a group: a backlog of one message may hold both results."""
+    from core import recovery
+
+    fake.script("gpt", [checklist_reply()])
+    run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    _queued_long_ago(list(run.results.values_list("pk", flat=True)))
+    monkeypatch.setattr(recovery, "queue_depth", lambda: 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recovery.sweep().redispatched.get("judge results", 0) == 0
+    monkeypatch.setattr(recovery, "queue_depth", lambda: 0)  # the queue is empty: both were lost
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recovery.sweep().redispatched["judge results"] == 2
+    assert set(run.results.values_list("status", flat=True)) == {ResultStatus.DONE}
 
 
 @override_settings(EVALSITE_RECOVERY_SECONDS=30)

@@ -58,13 +58,10 @@ def test_a_hundred_calls_are_in_flight_at_once_on_one_thread(fake_llm: FakeLLM) 
     engine = Engine()
     engine.run_one(one)  # litellm's first call imports and builds its client: not timed
     fake_llm.reset()
-    started = time.perf_counter()
     replies = engine.run([one for _ in range(100)])
-    elapsed = time.perf_counter() - started
 
     assert len(replies) == 100 and fake_llm.calls_total == 100
-    assert fake_llm.max_in_flight >= 50  # they overlap: not one after the other
-    assert elapsed < 100 * 0.3 / 2  # generous: a loaded 2-core machine, litellm at ~6 ms of CPU per call
+    assert fake_llm.max_in_flight >= 50  # they overlap: not one after the other (bench/ measures speed)
     # litellm's own small helper pool aside, no thread is started per call.
     assert max(peak_threads) - threads_before < 20
 
@@ -136,13 +133,34 @@ def test_the_engine_thread_runs_jobs_submitted_from_other_threads(fake_llm: Fake
             outcomes.append(engine.call(lambda: achat(spec, HELLO)).content)
 
         threads = [threading.Thread(target=task) for _ in range(20)]
-        started = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert len(outcomes) == 20 and time.perf_counter() - started < 2.0
+        # The calls overlapped on the one loop (no wall-time bound: a loaded machine is slow,
+        # not wrong).
+        assert len(outcomes) == 20
         assert fake_llm.max_in_flight >= 10
+    finally:
+        engine.stop()
+
+
+def test_a_group_of_jobs_runs_together_and_one_failure_does_not_hide_the_others(fake_llm: FakeLLM) -> None:
+    fake_llm.set_latency(0.2)
+    spec = spec_for(fake_llm)
+    engine = EngineThread()
+
+    async def broken() -> str:
+        raise ValueError("this job fails")
+
+    try:
+        async def ok() -> str:
+            return (await achat(spec, HELLO)).content
+
+        outcomes = engine.call_many([ok] * 6 + [broken] + [ok] * 5)
+        assert isinstance(outcomes[6], ValueError)
+        assert all(isinstance(o, str) for i, o in enumerate(outcomes) if i != 6)
+        assert fake_llm.max_in_flight >= 10  # the group was in flight at once (up to the model's limit)
     finally:
         engine.stop()
 
