@@ -122,13 +122,35 @@ class Workers:
             )
 
     def cpu(self) -> float:
-        return sum(cpu_seconds(p.pid) for p in self.procs)
+        return sum(self.cpu_each())
+
+    def cpu_each(self) -> list[float]:
+        return [cpu_seconds(p.pid) for p in self.procs]
 
     def rss(self) -> list[float]:
         return [rss_mb(p.pid) for p in self.procs]
 
     def logs(self) -> str:
         return "\n".join(p.read_text()[-2000:] for p in sorted(self.log_dir.glob("worker*.log")))
+
+    def task_counts(self) -> list[int] | None:
+        """Return how many tasks each worker has run (Celery's own stats), or None if it cannot tell.
+
+        Asked through the broker's broadcast (Redis); the embedded filesystem broker has none.
+        """
+        from evalsite.celery import app
+
+        try:
+            stats = app.control.inspect(timeout=2.0).stats() or {}
+        except Exception:
+            return None
+        counts = []
+        for proc_index in range(len(self.procs)):
+            name = next((k for k in stats if k.startswith(f"bench{proc_index}-{os.getpid()}@")), None)
+            if name is None:
+                return None
+            counts.append(sum(stats[name].get("total", {}).values()))
+        return counts
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -236,3 +258,14 @@ def bare_loop(
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
     lines.append(line("bare-completion", wall, cpu))
     return "\n".join(lines)
+
+
+def spread(workers: Workers, tasks_before: list[int] | None, cpu_before: list[float]) -> dict[str, Any]:
+    """Return how the timed work spread over the workers: tasks run and CPU seconds, each."""
+    tasks_after = workers.task_counts()
+    figures: dict[str, Any] = {
+        "cpu_s_per_worker": "/".join(f"{after - before:.1f}" for before, after in zip(cpu_before, workers.cpu_each(), strict=True)),
+    }
+    if tasks_before is not None and tasks_after is not None:
+        figures["tasks_per_worker"] = "/".join(str(a - b) for b, a in zip(tasks_before, tasks_after, strict=True))
+    return figures

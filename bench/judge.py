@@ -43,6 +43,7 @@ from bench.common import (  # noqa: E402
     cpu_seconds,
     result_line,
     rss_mb,
+    spread,
     wait_until,
 )
 
@@ -138,7 +139,7 @@ def child(args: argparse.Namespace) -> None:
     django.setup()
     from django.core.management import call_command
     from django.db import connections
-    from django.db.models import Max
+    from django.db.models import Max, Sum
     from django.utils import timezone
 
     from corpus.instruments.services import builtin_instruments_load, instrument_import
@@ -162,6 +163,7 @@ def child(args: argparse.Namespace) -> None:
     checklist = [judge(n, amhart, p) for n, p in zip(CHECKLIST_JUDGES, ("openai", "anthropic", "google"), strict=True)]
     flow = [judge("bench-vera", vera, "openai")]
     workers = None
+    spreads: dict[int, dict] = {}  # run id: how its work spread over the workers
     if mode != "inprocess":
         workers = Workers(os.environ.copy(), Path(os.environ["EVALSITE_VAR_DIR"]))
         workers.start(args.processes, max(args.concurrency // args.processes, 1))
@@ -181,12 +183,15 @@ def child(args: argparse.Namespace) -> None:
                     cpu = sum(pool.starmap(_shard, [(run.pk, max(args.concurrency // args.processes, 1), i, args.processes) for i in range(args.processes)]))
             return time.perf_counter() - started, cpu, [rss_mb()], JudgeRun.objects.get(pk=run.pk)
         cpu0 = workers.cpu()
+        cpu_each0, tasks0 = workers.cpu_each(), workers.task_counts()
         started_at = timezone.now()
         started = time.perf_counter()
         run = services.judge_run_create(judges=judges, conversation_ids=ids, start=True)
         finished = wait_until(lambda: JudgeRun.objects.get(pk=run.pk).is_finished, 600)
         polled = time.perf_counter() - started
         cpu = workers.cpu() - cpu0
+        if args.processes > 1:
+            spreads[run.pk] = spread(workers, tasks0, cpu_each0)
         if not finished:
             print(workers.logs(), file=sys.stderr)
         last = run.results.aggregate(last=Max("finished_at"))["last"]
@@ -212,6 +217,9 @@ def child(args: argparse.Namespace) -> None:
                     status=run.status, errors=run.n_failed_calls, failed=run.n_failed,
                     cached_cpu_ms_per_result=cached_cpu * 1000 / max(cached.n_total, 1),
                     cached_wall_s=cached_wall, cached=f"{cached.n_cached}/{cached.n_calls}",
+                    # Work done twice: a result taken more than once (a message that got past its claim).
+                    duplicated=(run.results.aggregate(a=Sum("attempts"))["a"] or 0) - run.results.exclude(attempts=0).count(),
+                    **spreads.get(run.pk, {}),
                 ),
                 flush=True,
             )

@@ -47,6 +47,7 @@ from bench.common import (  # noqa: E402
     cpu_seconds,
     result_line,
     rss_mb,
+    spread,
     wait_until,
 )
 
@@ -193,6 +194,7 @@ def child(args: argparse.Namespace) -> None:
                 raise SystemExit("the workers did not run the warm-up batch:\n" + workers.logs())
             batch, run_ids = _plan(args, fake_url, args.conversations, args.messages, dispatch=False)
             cpu0 = workers.cpu()
+            cpu_each0, tasks0 = workers.cpu_each(), workers.task_counts()
             from django.utils import timezone
 
             started_at = timezone.now()
@@ -211,6 +213,8 @@ def child(args: argparse.Namespace) -> None:
             wall = (last - started_at).total_seconds() if last and done else polled
             if not done:
                 print(workers.logs(), file=sys.stderr)
+            if args.processes > 1:
+                extra.update(spread(workers, tasks0, cpu_each0))
         finally:
             workers.stop()
         results = []
@@ -223,6 +227,10 @@ def child(args: argparse.Namespace) -> None:
     # Every failed attempt (retried or not) the runs recorded, and the conversations that failed.
     extra["errors"] = counted["failed_calls"] or 0
     extra["failed"] = runs.filter(status="failed").count()
+    # Work done twice: a conversation claimed more than once (a redelivered or duplicated message
+    # that got past the claim), or more messages stored than planned.
+    extra["duplicated"] = (runs.aggregate(a=Sum("attempts"))["a"] or 0) - runs.exclude(attempts=0).count()
+    extra["extra_messages"] = max(messages - len(run_ids) * args.messages, 0)
     print(
         result_line(
             workload, mode=mode if args.processes == 1 else f"{mode}x{args.processes}", db=db_name,

@@ -19,11 +19,14 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.enqueue import enqueue_on_commit
+from core.recovery import recovery_seconds
 from reports.methods import attach as attach_methods
 from reports.models import ReportCache, ReportStatus
+from simulation.run_state import holder_gone, new_owner, owner_finished, owner_started
 
 # Bump when a payload's shape or meaning changes: cached payloads of an older format are recomputed.
 # 4: scorecard intervals (ci_low/ci_high), the realism page's perceived levels, and every payload's
@@ -130,15 +133,68 @@ def _claim(kind: str, params: dict[str, Any], key: str, version: str) -> ReportC
         defaults={
             "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
             "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
+            "queued_at": timezone.now(), "lease_owner": "",
         },
         create_defaults={
             "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
             "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
-            "payload": {},
+            "queued_at": timezone.now(), "lease_owner": "", "payload": {},
         },
     )
-    enqueue_on_commit("reports.tasks.report_compute_task", [row.pk], on_failure=_not_queued)
+    enqueue_on_commit(REPORT_TASK, [row.pk], on_failure=_not_queued)
     return row
+
+
+REPORT_TASK = "reports.tasks.report_compute_task"
+
+
+def _not_queued_again(cache_ids: list[int], cause: str) -> None:
+    """A sweep could not send a job again (the broker is away): the next sweep will."""
+    ReportCache.objects.filter(pk__in=cache_ids, status=ReportStatus.COMPUTING).update(queued_at=None)
+
+
+def _computing() -> Any:
+    return ReportCache.objects.filter(status=ReportStatus.COMPUTING)
+
+
+def report_jobs_recover_lost(now: Any) -> int:
+    """Queue again the report jobs whose worker is gone (once per threshold each); return how many.
+
+    A worker on this host is known dead at once; elsewhere a job is taken for lost once it has
+    computed for ``STALE_AFTER`` (reports have no lease renewed while they compute).
+    """
+    again = now - timedelta(seconds=recovery_seconds())
+    ids = []
+    with transaction.atomic():
+        for pk, owner, started in _computing().exclude(lease_owner="").values_list("pk", "lease_owner", "started_at"):
+            if not holder_gone(owner, started + STALE_AFTER if started else None, now):
+                continue
+            fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=again)
+            if _computing().filter(fresh, pk=pk, lease_owner=owner).update(
+                queued_at=timezone.now(), lease_owner="", stage="queued again: its worker stopped"
+            ):
+                ids.append(pk)
+        enqueue_on_commit(REPORT_TASK, ids, on_failure=_not_queued_again)
+    return len(ids)
+
+
+def report_jobs_unclaimed() -> int:
+    """Count the report jobs waiting for a worker (each should have a message queued)."""
+    return _computing().filter(lease_owner="").count()
+
+
+def report_jobs_redispatch(cutoff: Any, limit: int | None) -> int:
+    """Queue again up to ``limit`` report jobs queued before ``cutoff`` and never taken, oldest first."""
+    candidates = _computing().filter(lease_owner="").filter(Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True))
+    pairs = list(candidates.order_by("queued_at", "pk").values_list("pk", "queued_at")[: limit if limit is not None else None])
+    now = timezone.now()
+    ids = []
+    with transaction.atomic():
+        for pk, queued in pairs:
+            if _computing().filter(pk=pk, lease_owner="", queued_at=queued).update(queued_at=now):
+                ids.append(pk)
+        enqueue_on_commit(REPORT_TASK, ids, on_failure=_not_queued_again)
+    return len(ids)
 
 
 def _not_queued(cache_ids: list[int], cause: str) -> None:
@@ -181,6 +237,25 @@ def report_compute(*, cache_id: int) -> str:
     if row.status == ReportStatus.READY:
         return row.status
     version = row.data_version
+    owner = new_owner("report")
+    # Taken by one worker at a time: a late or second delivery while a living worker computes
+    # it does nothing (the sweeper sends it again should that worker die).
+    now = timezone.now()
+    if row.lease_owner and not holder_gone(row.lease_owner, row.started_at + STALE_AFTER if row.started_at else None, now):
+        return "busy"
+    taken = ReportCache.objects.filter(pk=cache_id, lease_owner=row.lease_owner, data_version=version).update(lease_owner=owner)
+    if not taken:
+        return "busy"
+    owner_started(owner)
+    try:
+        return _report_compute(row, cache_id, version)
+    finally:
+        owner_finished(owner)
+        ReportCache.objects.filter(pk=cache_id, lease_owner=owner).update(lease_owner="")
+
+
+def _report_compute(row: ReportCache, cache_id: int, version: str) -> str:
+    """Compute the taken row's report at ``version``, writing progress, and store it (or its error)."""
 
     def progress(fraction: float, stage: str) -> None:
         ReportCache.objects.filter(pk=cache_id, data_version=version).update(

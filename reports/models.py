@@ -30,6 +30,11 @@ class ReportCache(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     computed_at = models.DateTimeField(auto_now=True)
     seconds = models.FloatField(default=0.0, help_text="How long the computation took")
+    # Crash recovery (core.recovery): when the job's message was last sent, and which worker
+    # computes it now ("" while queued). A job queued long ago and never taken, or taken by a
+    # worker that is gone, is sent again by the sweeper.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True)
 
     def __str__(self) -> str:
         return self.key

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from core import recovery
 from reports.devset.services import look_compute
-from reports.jobs import report_compute
+from reports.jobs import (
+    report_compute,
+    report_jobs_recover_lost,
+    report_jobs_redispatch,
+    report_jobs_unclaimed,
+)
 
 SOFT_TIME_LIMIT = 20 * 60
 TIME_LIMIT = SOFT_TIME_LIMIT + 60
@@ -33,3 +39,14 @@ def report_compute_task(cache_id: int) -> str:
 def holdout_look_task(look_id: int) -> str:
     """Compute one look at a study's test set (a ``HoldoutLook`` row); return its status."""
     return look_compute(look_id=look_id)
+
+
+# The sweeper (core.recovery) sends again the report jobs whose message or worker was lost.
+recovery.register(
+    recovery.Recoverer(
+        name="report jobs",
+        lost=report_jobs_recover_lost,
+        unclaimed=report_jobs_unclaimed,
+        redispatch=report_jobs_redispatch,
+    )
+)

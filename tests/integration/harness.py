@@ -217,14 +217,19 @@ class Gate:
         self.opened = threading.Event()
         self.reply = reply
         self.free = free
+        self.held = 0  # calls waiting at the gate now (a call passing freely is not held)
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Any:
         with self._lock:
             passing = self.free > 0
             self.free -= 1
+            if not passing:
+                self.held += 1
         if not passing:
             self.opened.wait(180)
+            with self._lock:
+                self.held -= 1
         return self.reply(body) if callable(self.reply) else self.reply
 
     def open(self) -> None:

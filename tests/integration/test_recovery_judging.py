@@ -22,10 +22,10 @@ from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conver
 from tests.support.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.integration
-# Results per run, sent in messages of GROUP: a worker of concurrency 1 holds one message (three
-# results), the others wait in the queue.
-N = 6
-GROUP = 3
+# Results per run, sent in messages of GROUP: a worker of concurrency 1 holds one message (four
+# results: the first call passes the gate, three are held), the other waits in the queue.
+N = 8
+GROUP = 4
 # From a worker's engine being ready to the run being finished: the recovery threshold, a
 # sweep interval, the calls, and room for a loaded two-core machine.
 FINISH_WITHIN = 3 + 1 + 20
@@ -155,7 +155,9 @@ def test_a_living_worker_takes_back_what_a_dead_one_held(setup):
     fake.script("gpt", [gate])
     first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N + 2)])
-    assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
+    # Three held at the gate (not two plus the free call still passing, which would take the
+    # free pass below and finish one of the first worker's units).
+    assert wait_for(lambda: gate.held >= 3, 120), pool.logs()
     gate.free = 1  # the second worker's first call builds its client: let it through
     pool.start(concurrency=2)  # takes the results still queued, and has room for a group more
     assert wait_for(lambda: fake.in_flight >= 5, 120), pool.logs()

@@ -144,7 +144,9 @@ def test_a_living_worker_takes_back_a_dead_workers_conversations(setup):
     fake.script("persona-agent", ["I barely sleep, maybe four hours."])
     first = pool.start(concurrency=1)
     batch = _batch(fake)
-    assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
+    # Three held at the gate (not two plus the free call still passing, which would take the
+    # free pass below and finish one of the first worker's units).
+    assert wait_for(lambda: gate.held >= 3, 120), pool.logs()
     gate.free = 1  # the second worker's first call builds its client: let it through
     pool.start(concurrency=2)
     assert wait_for(lambda: fake.in_flight >= 5, 120), pool.logs()
