@@ -24,7 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 
 from core.bulk import insert_rows
@@ -262,8 +262,54 @@ def _claim(result_id: int, owner: str) -> JudgeResult | str:
 
 @transaction.atomic
 def _claim_many(items: list[tuple[int, str]]) -> list[JudgeResult | str]:
-    """Claim many results in one transaction (a batched step of the engine)."""
-    return [_claim(result_id, owner) for result_id, owner in items]
+    """Claim many results in one transaction (a batched step of the engine).
+
+    The usual case, pending rows, is one UPDATE for all (each row gets its own owner) and one
+    SELECT of what the claimed rows need; any other row (running, finished, asked for twice in
+    the batch) goes through ``_claim``'s fenced path on its own.
+    """
+    if len(items) == 1:
+        return [_claim(*items[0])]
+    now = timezone.now()
+    owners: dict[int, str] = {}
+    for result_id, owner in items:
+        owners.setdefault(result_id, owner)
+    JudgeResult.objects.filter(pk__in=list(owners), status=ResultStatus.PENDING).update(
+        status=ResultStatus.RUNNING,
+        started_at=now,
+        attempts=F("attempts") + 1,
+        lease_owner=Case(*(When(pk=pk, then=Value(owner)) for pk, owner in owners.items()), default=Value("")),
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
+    )
+    rows = {
+        row[0]: row
+        for row in JudgeResult.objects.filter(pk__in=list(owners)).values_list(
+            "pk", "status", "lease_owner", "started_at", "run_id", "judge_id", "conversation_id", "instance",
+            "attempts", "run__created_at",
+        )
+    }
+    claimed: list[JudgeResult | str] = []
+    taken: set[int] = set()
+    for result_id, owner in items:
+        row = rows.get(result_id)
+        if row is None:
+            claimed.append("gone")
+            continue
+        pk, status, holder, started, run_id, judge_id, conversation_id, instance, attempts, created = row
+        if status != ResultStatus.RUNNING or holder != owner or started != now or pk in taken:
+            claimed.append(_claim(result_id, owner))  # not taken by the UPDATE above: decide alone
+            continue
+        taken.add(pk)
+        result = JudgeResult(
+            id=pk, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
+            instance=instance, attempts=attempts, status=ResultStatus.RUNNING, lease_owner=owner,
+        )
+        result.run = _run_view(run_id, created)
+        if (run_id, created) not in _started_runs:
+            JudgeRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
+            _started_runs.add((run_id, created))
+        claimed.append(result)
+    return claimed
 
 
 def _renew(result_id: int, owner: str) -> bool:
