@@ -234,7 +234,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--processes", type=int, default=1, help="split the results over this many processes/workers")
-    parser.add_argument("--modes", default="bare,inprocess,worker")
+    parser.add_argument("--modes", default="bare,inprocess,worker,worker-redis")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
     parser.add_argument("--fail-every", type=int, default=0, help="the fake server answers every K-th request with a 500")
