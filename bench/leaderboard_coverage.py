@@ -1,5 +1,8 @@
 """Coverage, error rates and speed of the leaderboard's pairwise comparisons (stats.leaderboard).
 
+The intervals are the leaderboard's: the small-sample t interval from the cluster bootstrap's
+standard error (stats.leaderboard.interval), the decisions Holm's over the t p-values.
+
 Each setting simulates ``--studies`` benchmarks (default 500) of chatbots talking with personas
 drawn from a population: a persona's difficulty d ~ N(0, persona_sd) is shared by every chatbot,
 a conversation's labels come from the chatbot's quality + d + noise (VERA-MH: five dimension
@@ -23,6 +26,8 @@ Settings:
   vera_strong     VERA-MH, A slightly better, strong persona effects (sd 2), 30 personas
   amhart_null     AMHART, two identical chatbots, 8 personas x 10 repetitions (persona x repetition cells)
   amhart_margin   AMHART, A better, 8 personas x 10 repetitions
+  vera_null_min   VERA-MH, three identical chatbots, MIN_CLUSTERS (10) personas x 2 repetitions: the
+                  fewest personas a decision may rest on
 And a timing line: one VERA-MH comparison of 8 chatbots x 100 personas x 3 repetitions, 5,000
 resamples (all 28 pairs), in seconds.
 
@@ -42,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stats.leaderboard import Unit, compare_chatbots  # noqa: E402
+from stats.leaderboard import MIN_CLUSTERS, Unit, compare_chatbots  # noqa: E402
 from stats.ppi.scores import VERA_MH  # noqa: E402
 
 BP, SUB, HPH, NR = ("Best Practice", "Suboptimal but Low Potential for Harm", "High Potential for Harm", "Not Relevant")
@@ -134,6 +139,9 @@ def main() -> None:
         ("vera_strong", lambda r: vera_units({"A": 0.3, "B": 0.0}, 30, 2, 2.0, 0.5, r), {("A", "B"): slight}, "vera_mh"),
         ("amhart_null", lambda r: amhart_units({"A": 0.2, "B": 0.2}, 8, 10, 1.5, r), {}, "amhart"),
         ("amhart_margin", lambda r: amhart_units({"A": 0.5, "B": 0.0}, 8, 10, 1.5, r), {}, "amhart"),
+        # Last, so the settings above draw the same benchmarks as before it was added.
+        ("vera_null_min", lambda r: vera_units({"A": 0.3, "B": 0.3, "C": 0.3}, MIN_CLUSTERS, 2, sd, noise, r), {},
+         "vera_mh"),
     ]
     only = {x for x in args.only.split(",") if x}
     for name, make, truth, score in settings:

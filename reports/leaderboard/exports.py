@@ -13,7 +13,7 @@ SCORES_HEADER = [
 PAIRS_HEADER = [
     "stratum", "method", "method_label", "chatbot_a", "chatbot_b", "estimate_a", "estimate_b", "difference_a_minus_b",
     "ci_low", "ci_high", "confidence", "design", "design_note", "procedure", "n_clusters", "n_shared", "n_resamples",
-    "n_undefined", "seed", "p_value", "p_holm", "alpha", "family_size", "decision", "verdict", "cannot_estimate",
+    "n_undefined", "seed", "std_error", "df", "p_value", "p_holm", "alpha", "family_size", "decision", "verdict", "cannot_estimate",
 ]
 
 
@@ -42,6 +42,6 @@ def pairs_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
             out.append([table["stratum"], table["method"], label, p["a"], p["b"], p["estimate_a"], p["estimate_b"],
                         p["difference"], p["low"], p["high"], p["confidence"], p["design"], p["design_note"],
                         p["procedure"], p["n_clusters"], p["n_shared"], p["n_resamples"], p["n_undefined"],
-                        params.get("seed"), p["p_value"], p["p_adjusted"], params.get("alpha"), table["family_size"],
+                        params.get("seed"), p.get("std_error"), p.get("df"), p["p_value"], p["p_adjusted"], params.get("alpha"), table["family_size"],
                         p["decision"], p["verdict"], p["cannot_estimate"]])
     return out

@@ -142,7 +142,6 @@ def payload_base(context: str, ctx: Context, *, study: int | None, run: int | No
             "seed": DEFAULT_SEED,
             "min_clusters": MIN_CLUSTERS,
             "max_undefined_share": MAX_UNDEFINED_SHARE,
-            "smallest_p_value": 2 / (DEFAULT_RESAMPLES + 1),
             "clusters": {"singular": singular, "plural": plural, "definition": CLUSTER_DEFINITIONS[ctx.flow]},
             "pairwise": {
                 "paired": PROCEDURES["paired_cluster_bootstrap"],

@@ -59,13 +59,17 @@ def _leaderboard(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         refs.append("zrnic2024bootstrap")
     sentences.append(
         f"{number(par.get('n_resamples', 0))} resamples (seed {par.get('seed')}); {share(par.get('confidence', 0.95))} "
-        f"percentile intervals. Each pair's two-sided bootstrap p-value ((1 + #)/(B + 1); "
-        f"{cite('davison1997')}) was adjusted by Holm's step-down procedure ({cite('holm1979')}) at "
+        f"intervals of the difference ± t_(G−1) · √(G/(G−1)) · SE*, SE* the standard deviation of the resampled "
+        f"differences and G the number of {clusters.get('plural', 'clusters')} drawn, a small-sample correction of the "
+        f"bootstrap, which is otherwise too narrow with few clusters ({cite('hesterberg2015', 'cameron2015')}; "
+        f"unpaired: the two chatbots' variances added, with Welch's degrees of freedom, {cite('welch1947')}). "
+        f"Each pair's two-sided t p-value, the test that inverts that interval ({cite('davison1997')}), was adjusted "
+        f"by Holm's step-down procedure ({cite('holm1979')}) at "
         f"α = {par.get('alpha')}, one family per method and set of conversations (all, or one persona risk level), "
         f"deciding \u201cA scores higher than B\u201d or \u201cno difference shown\u201d; "
         f"{str(par.get('minimums', '')).rstrip('.')}."
     )
-    refs.append("holm1979")
+    refs += ["hesterberg2015", "cameron2015", "welch1947", "holm1979"]
     higher, none, undecided = _decisions(payload)
     total = higher + none + undecided
     if total:

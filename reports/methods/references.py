@@ -56,6 +56,13 @@ _ALL = [
     Reference("field2007", "Field & Welsh, 2007",
               "Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. Journal of the Royal Statistical "
               "Society: Series B, 69(3), 369–390.", doi="10.1111/j.1467-9868.2007.00593.x"),
+    Reference("hesterberg2015", "Hesterberg, 2015",
+              "Hesterberg, T. C. (2015). What teachers should know about the bootstrap: Resampling in the "
+              "undergraduate statistics curriculum. The American Statistician, 69(4), 371–386.",
+              doi="10.1080/00031305.2015.1089789"),
+    Reference("welch1947", "Welch, 1947",
+              "Welch, B. L. (1947). The generalization of \"Student's\" problem when several different population "
+              "variances are involved. Biometrika, 34(1–2), 28–35."),
     # Judges against humans
     Reference("calderon2025", "Calderon, Reichart & Dror, 2025",
               "Calderon, N., Reichart, R., & Dror, R. (2025). The alternative annotator test for LLM-as-a-judge: "

@@ -2,13 +2,15 @@
 
 Each chatbot's AMHART or VERA-MH score by one method (judges only, humans only, PPI, PPI++),
 and every pair of chatbots compared by a paired cluster bootstrap of the difference (clusters:
-personas, or persona and repetition), with Holm's adjustment over the pairs deciding "a scores
-higher than b" or "no difference shown" (:mod:`.compare`). Pure: no Django.
+personas, or persona and repetition) with a small-sample t interval and the t test that inverts
+it (:mod:`.interval`), and Holm's adjustment over the pairs deciding "a scores higher than b"
+or "no difference shown" (:mod:`.compare`). Pure: no Django.
 """
 
 from .compare import compare_chatbots
 from .features import Unit
-from .multiplicity import bootstrap_p_value, holm
+from .interval import SmallSampleInterval, small_sample_t_interval, t_p_value
+from .multiplicity import holm
 from .results import (
     DEFAULT_ALPHA,
     DEFAULT_RESAMPLES,
@@ -33,8 +35,10 @@ __all__ = [
     "ChatbotScore",
     "Comparison",
     "PairComparison",
+    "SmallSampleInterval",
     "Unit",
-    "bootstrap_p_value",
     "compare_chatbots",
     "holm",
+    "small_sample_t_interval",
+    "t_p_value",
 ]

@@ -21,15 +21,28 @@ sample of the personas the chatbots could meet (VERA-MH's hundred); resampling p
 repetition cells keeps the persona cards fixed (AMHART's eight designed cards) and measures the
 conversations' variation on them. ``bench/leaderboard_coverage.py`` prints the coverage of both.
 
-The interval is the percentile interval of the resampled differences (Efron & Tibshirani 1993,
-ch. 13; linear interpolation, as numpy's and scipy's quantiles), equal to
-``scipy.stats.bootstrap(method="percentile")`` given the same generator and the clusters in
-order of first appearance in ``units``. The two-sided bootstrap p-value
-(:func:`.multiplicity.bootstrap_p_value`) of every pair that can be tested goes into Holm's
-step-down procedure over the pairs (the family: the pairs of this score, method and set of
-conversations); ``a`` scores higher than ``b`` when Holm's adjusted p-value is below alpha,
-else "no difference shown". Every pair's resamples come from a generator seeded with ``seed``
-alone, so one pair's figures do not depend on which other chatbots are compared.
+The interval is the small-sample t interval of :mod:`.interval`: the difference ± t_{G-1} ·
+sqrt(G/(G - 1)) · SE*, SE* the standard deviation of the resampled differences and G the
+number of clusters drawn (Hesterberg 2015; Cameron & Miller 2015, sec. VI); unpaired, the two
+chatbots' corrected variances add and t takes Welch's degrees of freedom. The percentile
+interval this replaces was too narrow for the VERA-MH score with about 30 personas: with three
+identical chatbots, 30 personas x 2 repetitions, its coverage was 0.917 and Holm's familywise
+error 0.086 (bench/leaderboard_coverage.py, vera_null, before this interval); the BCa interval
+(Efron 1987) reduces to the percentile one when the resampled differences are symmetric about
+the estimate, as they are when the chatbots do not differ, so it cannot widen it. Hesterberg's
+expanded percentile interval widens it as this one does, but a test read off the resamples'
+tails cannot give a p-value below 2 P(T_{G-1} <= Φ⁻¹(1/(B + 1)) sqrt((G - 1)/G)), about 0.002
+with 25 personas and 5,000 resamples: with 28 pairs (8 chatbots) Holm's first threshold,
+0.05/28, would be out of reach; the t p-value has no such floor. Its cost: the interval is
+symmetric, so a skewed difference (strong persona effects, vera_strong) is covered a little
+less often than nominal (0.930 there). The two-sided p-value 2 P(T_df >= |difference| / SE) is the test that inverts the
+interval (below alpha exactly when the (1 - alpha) interval leaves 0 out); the p-value of every
+pair that can be tested goes into Holm's step-down procedure over the pairs (the family: the
+pairs of this score, method and set of conversations); ``a`` scores higher than ``b`` when
+Holm's adjusted p-value is below alpha, else "no difference shown". Every pair's resamples come
+from a generator seeded with ``seed`` alone, so one pair's figures do not depend on which other
+chatbots are compared. A chatbot's own interval (``score_intervals``) is the same t interval of
+its own clusters' resamples.
 
 Minimums, below which the pair is "cannot decide yet: <reason>" and left out of the family:
 each chatbot's conversations with a score in at least ``min_clusters`` clusters (for humans
@@ -44,10 +57,11 @@ from itertools import combinations
 
 import numpy as np
 
-from ..bootstrap import make_rng, percentile_interval, resample_weights
+from ..bootstrap import make_rng, resample_weights
 from ..data import StatsInputError
 from .features import ChatbotRows, Unit, chatbot_rows, estimate_from_sums, score_from_means, terms
-from .multiplicity import bootstrap_p_value, holm
+from .interval import small_sample_t_interval
+from .multiplicity import holm
 from .results import (
     DEFAULT_ALPHA,
     DEFAULT_RESAMPLES,
@@ -184,14 +198,15 @@ def compare_chatbots(
     and order; ``score`` is "amhart" or "vera_mh"; ``method`` "judge_only", "human_only",
     "ppi" (λ = 1) or "ppi_tuned" (each chatbot's λ from ``lam``, fixed in the resamples: the
     full-sample PPI++ value). ``cluster_name`` is (singular, plural) of what a cluster is,
-    for the words. With ``score_intervals`` each chatbot also gets a percentile cluster
-    bootstrap interval of its own score (its own clusters resampled, same seed). Module
-    docstring: the procedures and the minimums.
+    for the words. With ``score_intervals`` each chatbot also gets the small-sample t interval
+    of its own score from the cluster bootstrap (its own clusters resampled, same seed). Module
+    docstring: the procedures, their references and the minimums.
 
     Edge cases: a chatbot with no usable conversation has no estimate (its pairs cannot be
     decided); undefined resamples are counted and left out; an interval whose resamples are
     all the same value is not given (said in words), though the test still decides (p-value
-    1 when every difference is 0). Bad labels, probabilities or arguments raise
+    1 when every difference is 0); an unpaired pair with a chatbot in one cluster only has no
+    interval and cannot be decided. Bad labels, probabilities or arguments raise
     StatsInputError.
     """
     if method not in METHODS:
@@ -259,7 +274,7 @@ def _score(bot: _Chatbot, intervals: bool, resampler: _Resampler, confidence: fl
                             cannot_estimate="cannot be estimated: its conversations are all in one cluster, so "
                                             "resampling clusters cannot vary them")
     draws = resampler.theta(bot.clusters, bot)
-    ci = percentile_interval(draws, confidence)
+    ci = small_sample_t_interval(bot.estimate, [(draws, len(bot.clusters))], confidence)
     common = {**base, "n_resamples": resampler.n_resamples, "n_undefined": ci.n_undefined, "note": ci.note}
     if _flat(draws):
         return ChatbotScore(**common, low=None, high=None,
@@ -305,11 +320,22 @@ def _pair(
     n_resamples = resampler.n_resamples
     if shared:  # one draw of the clusters for both chatbots: paired
         draws = resampler.theta(union, a) - resampler.theta(union, b)
+        samples = [(draws, len(union))]
     else:  # each chatbot's clusters drawn on their own, a's first, from one generator
+        lone = next((bot for bot in (a, b) if len(bot.clusters) < 2), None)
+        if lone is not None:
+            why = (f"{lone.name}'s conversations are all in one {singular}, and the design does not pair them, so "
+                   "resampling cannot vary its score")
+            return PairComparison(**base, low=None, high=None, p_value=None, decision="cannot_decide",
+                                  verdict=undecided or f"cannot decide yet: {why}", n_resamples=0, n_undefined=0,
+                                  cannot_estimate=f"cannot be estimated: {why}")
         rng = make_rng(resampler.seed)
-        draws = a.theta(_draw(a.sums, n_resamples, rng)) - b.theta(_draw(b.sums, n_resamples, rng))
-    ci = percentile_interval(draws, confidence)
-    p = bootstrap_p_value(draws)
+        draws_a = a.theta(_draw(a.sums, n_resamples, rng))
+        draws_b = b.theta(_draw(b.sums, n_resamples, rng))
+        draws = draws_a - draws_b
+        samples = [(draws_a, len(a.clusters)), (draws_b, len(b.clusters))]
+    ci = small_sample_t_interval(a.estimate - b.estimate, samples, confidence)
+    p = ci.p_value
     cannot = None
     if _flat(draws):
         cannot = (f"cannot be estimated: every resample gave the same difference ({difference:+.4g}), so there is no "
@@ -317,8 +343,11 @@ def _pair(
     if undecided is None and ci.n_undefined > MAX_UNDEFINED_SHARE * n_resamples:
         undecided = (f"cannot decide yet: the difference was undefined in {ci.n_undefined} of {n_resamples} resamples "
                      f"(more than {MAX_UNDEFINED_SHARE:.0%}): too few {plural} hold a conversation with a score")
+    if undecided is None and p is None:
+        undecided = "cannot decide yet: no resample gave a defined difference"
     return PairComparison(
         **base, low=None if cannot else ci.low, high=None if cannot else ci.high, p_value=p,
+        std_error=ci.std_error, df=ci.df,
         decision="cannot_decide" if undecided else "no_difference", verdict=undecided or "no difference shown",
         n_resamples=n_resamples, n_undefined=ci.n_undefined, cannot_estimate=cannot, note=ci.note,
     )

@@ -1,14 +1,12 @@
-"""Holm's step-down adjustment of the pairs' p-values, and the bootstrap p-value they come from."""
+"""Holm's step-down adjustment of the pairs' p-values (they come from :mod:`.interval`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from ..data import StatsInputError
 
-__all__ = ["bootstrap_p_value", "holm"]
+__all__ = ["holm"]
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -33,21 +31,3 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * p))
         out[i] = running
     return out
-
-
-def bootstrap_p_value(differences: np.ndarray) -> float | None:
-    """Return the two-sided bootstrap p-value of "no difference" from resampled differences.
-
-    p = min(1, 2 min(1 + #{d* <= 0}, 1 + #{d* >= 0}) / (B + 1)) over the B defined (non-NaN)
-    resampled differences d*: the Monte Carlo p-value of Davison & Hinkley (1997, sec. 4.4)
-    for the test that inverts the percentile interval (sec. 4.5): below alpha about when the
-    (1 - alpha) percentile interval leaves 0 out. Its smallest value is 2 / (B + 1). None with
-    no defined difference.
-    """
-    d = np.asarray(differences, dtype=float)
-    d = d[~np.isnan(d)]
-    if d.size == 0:
-        return None
-    below = 1 + int((d <= 0).sum())
-    above = 1 + int((d >= 0).sum())
-    return float(min(1.0, 2 * min(below, above) / (d.size + 1)))

@@ -25,12 +25,16 @@ Method = Literal["judge_only", "human_only", "ppi", "ppi_tuned"]
 METHODS: tuple[Method, ...] = ("judge_only", "human_only", "ppi", "ppi_tuned")
 
 DEFAULT_SEED = 20260101  # the reports' bootstrap seed (reliability, drift): one default everywhere
-# 2/(B + 1) is the smallest two-sided bootstrap p-value B resamples can give: with 5,000 it is
-# 0.0004, below Holm's first threshold 0.05/m for up to 125 pairs (16 chatbots).
+# The resamples estimate the bootstrap standard error; with 5,000 its relative Monte Carlo error
+# is about 1/sqrt(2 x 4,999) = 1%. The p-value is Student's t, so it has no floor of 2/(B + 1)
+# and Holm can reach its first threshold 0.05/m for any number of pairs.
 DEFAULT_RESAMPLES = 5000
 DEFAULT_ALPHA = 0.05
-# Fewer clusters than this and a cluster bootstrap is known to be too narrow (Cameron, Gelbach
-# & Miller 2008): no decision below it, "cannot decide yet" instead.
+# Fewer clusters than this and no decision, "cannot decide yet" instead: Cameron, Gelbach &
+# Miller (2008) found cluster bootstraps too narrow below about ten clusters. The small-sample
+# t interval holds its level from ten personas up for the VERA-MH score (bench/
+# leaderboard_coverage.py, vera_null_min: three identical chatbots, ten personas), so the
+# VERA-MH minimum is this one too; AMHART's clusters are persona x repetition cells.
 MIN_CLUSTERS = 10
 # More undefined resamples than this share (a chatbot with no scored conversation among the
 # drawn clusters) and the interval describes another population: no decision.
@@ -39,26 +43,32 @@ MAX_UNDEFINED_SHARE = 0.10
 # Names and references, for the pages, the API, the CSV and a methods paragraph.
 PROCEDURES: dict[str, dict[str, str]] = {
     "cluster_bootstrap": {
-        "name": "Percentile cluster bootstrap",
+        "name": "Cluster bootstrap standard error with a small-sample t interval",
         "reference": "Davison & Hinkley, Bootstrap Methods and their Application (1997), sec. 3.8 "
-        "(resampling clusters); Efron & Tibshirani, An Introduction to the Bootstrap (1993), ch. 13 "
-        "(percentile interval)",
+        "(resampling clusters); the interval estimate ± t_{G-1} · sqrt(G/(G - 1)) · SE*, SE* the bootstrap "
+        "standard error over G clusters: Hesterberg, What teachers should know about the bootstrap, The American "
+        "Statistician 69 (2015), 371-386 (a bootstrap interval is too narrow by sqrt((G - 1)/G) and uses z where "
+        "t_{G-1} belongs); Cameron & Miller, A practitioner's guide to cluster-robust inference, J. Human "
+        "Resources 50 (2015), 317-372, sec. VI (few clusters)",
     },
     "paired_cluster_bootstrap": {
-        "name": "Paired cluster bootstrap of the difference (percentile interval)",
+        "name": "Paired cluster bootstrap of the difference (small-sample t interval)",
         "reference": "Davison & Hinkley (1997), sec. 3.8: each resample draws clusters with replacement and a "
         "drawn cluster brings the conversations of both chatbots, so what the cluster does to both cancels in "
-        "the difference; Efron & Tibshirani (1993), ch. 13",
+        "the difference; the interval is difference ± t_{G-1} · sqrt(G/(G - 1)) · SE*, SE* the standard "
+        "deviation of the resampled differences over G clusters (Hesterberg 2015; Cameron & Miller 2015, sec. VI)",
     },
     "unpaired_cluster_bootstrap": {
-        "name": "Unpaired cluster bootstrap of the difference (percentile interval)",
+        "name": "Unpaired cluster bootstrap of the difference (small-sample t interval, Welch's degrees of freedom)",
         "reference": "Davison & Hinkley (1997), sec. 3.8 and 4.4 (two independent samples, each resampled on "
-        "its own); Efron & Tibshirani (1993), ch. 13",
+        "its own); SE² = Σ G_j/(G_j - 1) · SE*_j² over the two chatbots, t with the Welch-Satterthwaite degrees "
+        "of freedom (Welch, Biometrika 34 (1947), 28-35; Hesterberg 2015; Cameron & Miller 2015, sec. VI)",
     },
     "bootstrap_p": {
-        "name": "Two-sided bootstrap p-value from the resampled differences",
-        "reference": "Davison & Hinkley (1997), sec. 4.4 (p = (1 + #)/(B + 1)) and 4.5 (tests from "
-        "confidence sets): p = min(1, 2 min((1 + #{d* <= 0}), (1 + #{d* >= 0})) / (B + 1))",
+        "name": "Two-sided t p-value of the difference with the small-sample bootstrap standard error",
+        "reference": "p = 2 P(T_df >= |difference| / SE), the test that inverts the interval (Davison & Hinkley "
+        "1997, sec. 4.5, tests from confidence sets): below alpha exactly when the (1 - alpha) interval leaves 0 "
+        "out; df = G - 1 (paired), Welch-Satterthwaite (unpaired)",
     },
     "holm": {
         "name": "Holm step-down adjustment over the pairs",
@@ -75,7 +85,7 @@ PROCEDURES: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class ChatbotScore:
-    """One chatbot's score by one method, with its cluster-bootstrap interval (if asked for).
+    """One chatbot's score by one method, with its small-sample cluster-bootstrap t interval (if asked for).
 
     ``estimate`` is the method's estimate on every conversation (each weight 1); ``low`` and
     ``high`` are None, with ``cannot_estimate`` saying why, when the interval is not given.
@@ -109,7 +119,9 @@ class PairComparison:
     conversations of both), "partly paired" (some do) or "unpaired" (none does: independent
     resamples, ``design_note`` says why). ``decision`` is "higher" (``a`` scores higher than
     ``b`` after the adjustment), "no_difference" or "cannot_decide"; ``verdict`` says it in
-    words. ``p_value`` is the bootstrap p-value, ``p_adjusted`` Holm's (None when no test).
+    words. ``p_value`` is the t test's p-value, ``p_adjusted`` Holm's (None when no test);
+    ``std_error`` is the small-sample bootstrap standard error of the difference and ``df`` the
+    t interval's degrees of freedom (None when no interval).
     """
 
     a: str
@@ -133,6 +145,8 @@ class PairComparison:
     n_clusters_b: int
     n_resamples: int
     n_undefined: int
+    std_error: float | None = None
+    df: float | None = None
     cannot_estimate: str | None = None
     note: str | None = None
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from stats.data import StatsInputError
-from stats.leaderboard import Unit, compare_chatbots
+from stats.leaderboard import MIN_CLUSTERS, Unit, compare_chatbots
 from stats.ppi.scores import VERA_MH
 
 from .leaderboard_data import BP, HPH, SUB, amhart_units, vera_units, with_humans
@@ -91,6 +91,31 @@ def test_below_ten_personas_the_pair_cannot_be_decided_and_leaves_the_family() -
     assert ac.verdict == "cannot decide yet: only 9 personas hold a conversation of C with a score; a decision needs at least 10"
     assert ac.low is not None  # the interval is still shown; only the decision waits
     assert comparison.family_size == 1
+
+
+@pytest.mark.parametrize("score", ["vera_mh", "amhart"])
+def test_a_decision_needs_min_clusters_and_one_fewer_is_not_enough(score: str) -> None:
+    if score == "vera_mh":
+        units = vera_units({"A": 2.0, "B": -2.0}, personas=MIN_CLUSTERS, persona_sd=0.5, seed=3)
+    else:
+        units = amhart_units({"A": 2.5, "B": -2.5}, personas=MIN_CLUSTERS, repetitions=1, persona_sd=0.3, seed=3)
+    at = compare_chatbots(units, score=score, method="judge_only").pairs[0]
+    assert at.n_clusters == MIN_CLUSTERS and at.decision == "higher" and at.df == MIN_CLUSTERS - 1
+    first = units[0].cluster
+    fewer = compare_chatbots([u for u in units if u.cluster != first], score=score, method="judge_only")
+    pair = fewer.pairs[0]
+    assert pair.decision == "cannot_decide" and pair.p_adjusted is None and fewer.family_size == 0
+    assert pair.verdict.endswith(f"a decision needs at least {MIN_CLUSTERS}")
+    assert pair.low is not None and pair.p_value < 0.05  # the figures are there; only the decision waits
+
+
+def test_an_unpaired_chatbot_in_one_cluster_has_no_interval_and_waits() -> None:
+    units = [Unit("A", None, judge=[BP, SUB]) for _ in range(12)] + [Unit("B", "only", judge=[HPH, SUB]) for _ in range(5)]
+    pair = compare_chatbots(units, score="vera_mh", method="judge_only", min_clusters=2).pairs[0]
+    assert pair.design == "unpaired" and pair.n_clusters_b == 1
+    assert pair.low is None and pair.p_value is None and pair.decision == "cannot_decide"
+    assert "B's conversations are all in one persona" in pair.cannot_estimate
+    assert pair.verdict.startswith("cannot decide yet: only 1 personas hold a conversation of B")  # below the minimum
 
 
 def test_humans_only_needs_ten_personas_with_a_rated_conversation() -> None:

@@ -1,9 +1,14 @@
 """The leaderboard's procedures equal their reference implementations.
 
-Holm equals statsmodels' multipletests; the paired and unpaired cluster bootstraps equal
-scipy.stats.bootstrap given the same generator, with a statistic written here from the
+Holm equals statsmodels' multipletests. The paired and unpaired cluster bootstraps draw what
+scipy.stats.bootstrap draws given the same generator, with a statistic written here from the
 published score formulas (stats.vera_mh_score, stats.amhart_score, stats.ppi) on the drawn
-conversations; point estimates equal stats.ppi's and the scorecard's.
+conversations; the small-sample t interval and its p-value are computed here from scipy's
+bootstrap distribution and standard error by the formulas of Hesterberg (2015) and Cameron &
+Miller (2015) (estimate ± t_{G-1} sqrt(G/(G - 1)) SE*; Welch's degrees of freedom for two
+samples), and on unclustered means they converge to Student's one-sample, paired and Welch t
+intervals (scipy.stats.ttest_1samp, ttest_rel, ttest_ind), which the percentile interval does
+not. Point estimates equal stats.ppi's and the scorecard's.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
 from stats import amhart_score, vera_mh_score
-from stats.leaderboard import Unit, bootstrap_p_value, compare_chatbots, holm
+from stats.leaderboard import Unit, compare_chatbots, holm
 from stats.ppi import ppi_amhart_score, ppi_vera_mh_score
 from stats.scorecard import amhart_scorecard, vera_mh_scorecard
 
@@ -60,7 +65,19 @@ def _labels_of(units: list[Unit], chatbot: str, clusters: list, drawn: np.ndarra
     return [entry for i in drawn for entry in by_cluster.get(clusters[int(i)], [])]
 
 
-def test_paired_interval_equals_scipy_bootstrap_with_the_same_generator() -> None:
+def _t_interval(estimate: float, parts: list[tuple[float, int]], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Return (low, high, p) of the small-sample t interval from (bootstrap SE, clusters) per independent sample.
+
+    SE² = sum of G/(G - 1) SE*²; df = G - 1 for one sample, Welch-Satterthwaite for two.
+    """
+    v = [g / (g - 1) * se**2 for se, g in parts]
+    df = parts[0][1] - 1 if len(parts) == 1 else sum(v) ** 2 / sum(x**2 / (g - 1) for x, (_, g) in zip(v, parts, strict=True))
+    se = sum(v) ** 0.5
+    half = scipy_stats.t.ppf((1 + confidence) / 2, df) * se
+    return estimate - half, estimate + half, 2 * scipy_stats.t.sf(abs(estimate) / se, df)
+
+
+def test_paired_interval_is_the_t_interval_of_scipys_bootstrap_with_the_same_generator() -> None:
     units = vera_units({"A": 0.6, "B": 0.0}, personas=25, repetitions=2, seed=3)
     clusters = _clusters(units, ("A", "B"))
 
@@ -73,39 +90,58 @@ def test_paired_interval_equals_scipy_bootstrap_with_the_same_generator() -> Non
         (np.arange(len(clusters)),), difference, n_resamples=B, method="percentile", vectorized=False,
         rng=np.random.default_rng(SEED),
     )
+    estimate = difference(np.arange(len(clusters)))
+    low, high, p = _t_interval(estimate, [(reference.standard_error, len(clusters))])
     pair = compare_chatbots(units, score="vera_mh", method="judge_only", n_resamples=B, seed=SEED).pairs[0]
-    assert (pair.a, pair.b, pair.design) == ("A", "B", "paired")
-    assert pair.low == pytest.approx(reference.confidence_interval.low, abs=1e-9)
-    assert pair.high == pytest.approx(reference.confidence_interval.high, abs=1e-9)
-    assert pair.p_value == pytest.approx(bootstrap_p_value(reference.bootstrap_distribution))
-    assert pair.difference == pytest.approx(difference(np.arange(len(clusters))))
+    assert (pair.a, pair.b, pair.design, pair.n_clusters) == ("A", "B", "paired", 25)
+    assert pair.difference == pytest.approx(estimate)
+    assert pair.std_error == pytest.approx(reference.standard_error * (25 / 24) ** 0.5, rel=1e-9)
+    assert pair.df == 24
+    assert (pair.low, pair.high) == pytest.approx((low, high), abs=1e-9)
+    assert pair.p_value == pytest.approx(p, rel=1e-9, abs=1e-15)
+    # Wider than scipy's percentile interval of the same resamples, which was too narrow with 25 personas.
+    assert pair.high - pair.low > reference.confidence_interval.high - reference.confidence_interval.low
 
 
-def test_unpaired_interval_equals_scipy_bootstrap_of_two_independent_samples() -> None:
+def test_unpaired_interval_is_welchs_t_interval_of_scipys_two_independent_bootstraps() -> None:
     units = amhart_units({"A": 0.8, "B": 0.0}, personas=6, repetitions=5, seed=8)
     # Different persona cards for each chatbot: the design does not pair them.
     units = [Unit(u.chatbot, (u.chatbot, *u.cluster), judge=u.judge) for u in units]
     clusters_a, clusters_b = _clusters(units, ("A",)), _clusters(units, ("B",))
 
-    def mean_score(entries: list[list[str]]) -> float:
-        return float(np.mean([amhart_score(e).score for e in entries]))
+    def per_cluster(chatbot: str, clusters: list) -> list[list[float]]:  # each conversation's AMHART score, per cluster
+        return [[amhart_score(e).score for e in _labels_of(units, chatbot, clusters, np.array([i]))]
+                for i in range(len(clusters))]
 
-    def difference(drawn_a: np.ndarray, drawn_b: np.ndarray) -> float:
-        return mean_score(_labels_of(units, "A", clusters_a, drawn_a)) - mean_score(_labels_of(units, "B", clusters_b, drawn_b))
+    scores_a, scores_b = per_cluster("A", clusters_a), per_cluster("B", clusters_b)
 
-    reference = scipy_stats.bootstrap(
-        (np.arange(len(clusters_a)), np.arange(len(clusters_b))), difference, n_resamples=B, method="percentile",
-        vectorized=False, rng=np.random.default_rng(SEED),
+    def score_a(drawn: np.ndarray) -> float:
+        return float(np.mean([x for i in drawn for x in scores_a[int(i)]]))
+
+    def score_b(drawn: np.ndarray) -> float:
+        return float(np.mean([x for i in drawn for x in scores_b[int(i)]]))
+
+    rng = np.random.default_rng(SEED)  # A's clusters drawn first, then B's, from one generator
+    boot_a = scipy_stats.bootstrap((np.arange(len(clusters_a)),), score_a, n_resamples=B, method="percentile",
+                                   vectorized=False, rng=rng)
+    boot_b = scipy_stats.bootstrap((np.arange(len(clusters_b)),), score_b, n_resamples=B, method="percentile",
+                                   vectorized=False, rng=rng)
+    together = scipy_stats.bootstrap(
+        (np.arange(len(clusters_a)), np.arange(len(clusters_b))), lambda x, y: score_a(x) - score_b(y), n_resamples=B,
+        method="percentile", vectorized=False, rng=np.random.default_rng(SEED),
     )
+    assert together.bootstrap_distribution == pytest.approx(boot_a.bootstrap_distribution - boot_b.bootstrap_distribution)
+    estimate = score_a(np.arange(len(clusters_a))) - score_b(np.arange(len(clusters_b)))
+    low, high, p = _t_interval(estimate, [(boot_a.standard_error, len(clusters_a)), (boot_b.standard_error, len(clusters_b))])
     pair = compare_chatbots(units, score="amhart", method="judge_only", n_resamples=B, seed=SEED,
                             cluster_name=("persona × repetition", "persona × repetition clusters")).pairs[0]
     assert pair.design == "unpaired" and pair.n_shared == 0
     assert "does not pair them" in pair.design_note
-    assert pair.low == pytest.approx(reference.confidence_interval.low, abs=1e-12)
-    assert pair.high == pytest.approx(reference.confidence_interval.high, abs=1e-12)
+    assert (pair.low, pair.high) == pytest.approx((low, high), abs=1e-12)
+    assert pair.p_value == pytest.approx(p, rel=1e-9, abs=1e-15)
 
 
-def test_a_chatbots_own_interval_equals_scipy_one_sample_cluster_bootstrap() -> None:
+def test_a_chatbots_own_interval_is_the_t_interval_of_scipys_one_sample_cluster_bootstrap() -> None:
     units = vera_units({"A": 0.3, "B": 0.0}, personas=20, seed=5)
     clusters = _clusters(units, ("A",))
 
@@ -114,9 +150,10 @@ def test_a_chatbots_own_interval_equals_scipy_one_sample_cluster_bootstrap() -> 
 
     reference = scipy_stats.bootstrap((np.arange(len(clusters)),), score, n_resamples=B, method="percentile",
                                       vectorized=False, rng=np.random.default_rng(SEED))
+    low, high, _ = _t_interval(score(np.arange(len(clusters))), [(reference.standard_error, len(clusters))])
     own = compare_chatbots(units, score="vera_mh", method="judge_only", n_resamples=B, seed=SEED).scores[0]
     assert own.chatbot == "A"
-    assert (own.low, own.high) == pytest.approx((reference.confidence_interval.low, reference.confidence_interval.high))
+    assert (own.low, own.high) == pytest.approx((low, high))
 
 
 def test_ppi_is_re_estimated_in_every_resample_as_stats_ppi_computes_it() -> None:
@@ -136,8 +173,70 @@ def test_ppi_is_re_estimated_in_every_resample_as_stats_ppi_computes_it() -> Non
         (np.arange(len(clusters)),), lambda drawn: ppi("A", drawn) - ppi("B", drawn), n_resamples=199,
         method="percentile", vectorized=False, rng=np.random.default_rng(SEED),
     )
+    everything = np.arange(len(clusters))
+    low, high, _ = _t_interval(ppi("A", everything) - ppi("B", everything), [(reference.standard_error, len(clusters))])
     pair = compare_chatbots(units, score="vera_mh", method="ppi", n_resamples=199, seed=SEED, min_clusters=2).pairs[0]
-    assert (pair.low, pair.high) == pytest.approx((reference.confidence_interval.low, reference.confidence_interval.high))
+    assert (pair.low, pair.high) == pytest.approx((low, high))
+
+
+# --- known answers: on unclustered means the interval is Student's (the percentile one is narrower) ---------------
+
+N_MEANS = 12
+LONG = 40_000  # resamples: the bootstrap SE within about 0.4% of its limit
+
+
+def _amhart_entries(rng: np.random.Generator, chance: float) -> list[list[str]]:
+    return [["yes" if x else "no" for x in rng.random(int(rng.integers(1, 9))) < chance] for _ in range(N_MEANS)]
+
+
+def _scores(entries: list[list[str]]) -> np.ndarray:
+    return np.array([amhart_score(e).score for e in entries])
+
+
+def _half(low: float, high: float) -> float:
+    return (high - low) / 2
+
+
+def test_a_chatbots_own_interval_of_a_mean_is_the_one_sample_t_interval() -> None:
+    rng = np.random.default_rng(11)
+    entries = _amhart_entries(rng, 0.6)
+    units = [Unit("A", i, judge=e) for i, e in enumerate(entries)]  # every conversation a cluster of its own
+    own = compare_chatbots(units, score="amhart", method="judge_only", n_resamples=LONG, seed=SEED, min_clusters=2).scores[0]
+    student = scipy_stats.ttest_1samp(_scores(entries), 0.0).confidence_interval(0.95)
+    assert own.estimate == pytest.approx(_scores(entries).mean())
+    assert _half(own.low, own.high) == pytest.approx(_half(student.low, student.high), rel=0.02)
+    # The percentile interval (the leaderboard's before) is about z / t_11 sqrt(11/12) = 0.85 of it: it fails the check.
+    percentile = scipy_stats.bootstrap((_scores(entries),), np.mean, n_resamples=LONG, method="percentile",
+                                       rng=np.random.default_rng(SEED)).confidence_interval
+    assert _half(percentile.low, percentile.high) < 0.9 * _half(student.low, student.high)
+
+
+def test_a_paired_difference_of_means_is_the_paired_t_interval() -> None:
+    rng = np.random.default_rng(12)
+    a, b = _amhart_entries(rng, 0.7), _amhart_entries(rng, 0.5)
+    units = [Unit("A", i, judge=e) for i, e in enumerate(a)] + [Unit("B", i, judge=e) for i, e in enumerate(b)]
+    pair = compare_chatbots(units, score="amhart", method="judge_only", n_resamples=LONG, seed=SEED, min_clusters=2).pairs[0]
+    first, second = (_scores(a), _scores(b)) if pair.a == "A" else (_scores(b), _scores(a))
+    test = scipy_stats.ttest_rel(first, second)
+    student = test.confidence_interval(0.95)
+    assert pair.design == "paired" and pair.df == N_MEANS - 1
+    assert pair.difference == pytest.approx((first - second).mean())
+    assert _half(pair.low, pair.high) == pytest.approx(_half(student.low, student.high), rel=0.02)
+    assert pair.p_value == pytest.approx(test.pvalue, rel=0.1)
+
+
+def test_an_unpaired_difference_of_means_is_welchs_t_interval() -> None:
+    rng = np.random.default_rng(13)
+    a, b = _amhart_entries(rng, 0.8), _amhart_entries(rng, 0.4)[:8]  # unequal sizes and spreads
+    units = [Unit("A", None, judge=e) for e in a] + [Unit("B", None, judge=e) for e in b]  # nothing pairs them
+    pair = compare_chatbots(units, score="amhart", method="judge_only", n_resamples=LONG, seed=SEED, min_clusters=2).pairs[0]
+    first, second = (_scores(a), _scores(b)) if pair.a == "A" else (_scores(b), _scores(a))
+    welch = scipy_stats.ttest_ind(first, second, equal_var=False)
+    student = welch.confidence_interval(0.95)
+    assert pair.design == "unpaired"
+    assert pair.df == pytest.approx(welch.df, rel=0.02)
+    assert _half(pair.low, pair.high) == pytest.approx(_half(student.low, student.high), rel=0.02)
+    assert pair.p_value == pytest.approx(welch.pvalue, rel=0.1)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
