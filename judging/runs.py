@@ -244,13 +244,20 @@ def _claim(result_id: int, owner: str) -> JudgeResult | str:
             return status
     # Cancelling a run skips its pending and running results in the same transaction, so a
     # result taken here belongs to a run that was not cancelled when we took it.
-    run_id, judge_id, conversation_id, instance, attempts, created = (
-        JudgeResult.objects.filter(pk=result_id)
-        .values_list("run_id", "judge_id", "conversation_id", "instance", "attempts", "run__created_at")
-        .get()
-    )
+    fields = JudgeResult.objects.filter(pk=result_id).values_list(*_CLAIMED_FIELDS).get()
+    return _claimed(result_id, *fields, owner=owner, now=now)
+
+
+_CLAIMED_FIELDS = ("run_id", "judge_id", "conversation_id", "instance", "attempts", "run__created_at")
+
+
+def _claimed(
+    pk: int, run_id: int, judge_id: int, conversation_id: int, instance: int, attempts: int, created: Any,
+    *, owner: str, now: Any,
+) -> JudgeResult:
+    """Return a taken result with its run's fixed part; mark the run started (once per process)."""
     result = JudgeResult(
-        id=result_id, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
+        id=pk, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
         instance=instance, attempts=attempts, status=ResultStatus.RUNNING, lease_owner=owner,
     )
     result.run = _run_view(run_id, created)
@@ -284,8 +291,7 @@ def _claim_many(items: list[tuple[int, str]]) -> list[JudgeResult | str]:
     rows = {
         row[0]: row
         for row in JudgeResult.objects.filter(pk__in=list(owners)).values_list(
-            "pk", "status", "lease_owner", "started_at", "run_id", "judge_id", "conversation_id", "instance",
-            "attempts", "run__created_at",
+            "pk", "status", "lease_owner", "started_at", *_CLAIMED_FIELDS
         )
     }
     claimed: list[JudgeResult | str] = []
@@ -295,20 +301,12 @@ def _claim_many(items: list[tuple[int, str]]) -> list[JudgeResult | str]:
         if row is None:
             claimed.append("gone")
             continue
-        pk, status, holder, started, run_id, judge_id, conversation_id, instance, attempts, created = row
+        pk, status, holder, started, *fields = row
         if status != ResultStatus.RUNNING or holder != owner or started != now or pk in taken:
             claimed.append(_claim(result_id, owner))  # not taken by the UPDATE above: decide alone
             continue
         taken.add(pk)
-        result = JudgeResult(
-            id=pk, run_id=run_id, judge_id=judge_id, conversation_id=conversation_id,
-            instance=instance, attempts=attempts, status=ResultStatus.RUNNING, lease_owner=owner,
-        )
-        result.run = _run_view(run_id, created)
-        if (run_id, created) not in _started_runs:
-            JudgeRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(status=RunStatus.RUNNING, started_at=now)
-            _started_runs.add((run_id, created))
-        claimed.append(result)
+        claimed.append(_claimed(pk, *fields, owner=owner, now=now))
     return claimed
 
 

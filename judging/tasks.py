@@ -20,7 +20,7 @@ from judging.runs import (
     judge_results_redispatch,
     judge_results_unclaimed,
 )
-from simulation.llm.engine import run_job, shared_engine
+from simulation.llm.engine import run_group
 from simulation.run_state import new_owner
 
 logger = logging.getLogger("judging.tasks")
@@ -37,15 +37,7 @@ def _judge(task_id: str, result_ids: list[int], inline: bool) -> list[str]:
         (lambda pk=pk, owner=owner: judge_result_job(result_id=pk, owner=owner))
         for pk, owner in ((pk, new_owner(task_id)) for pk in result_ids)
     ]
-    # Eager Celery (tests, no worker) runs a group's results one after the other, as it ran
-    # their one-result messages before: what a result finds in the cache stays deterministic.
-    outcomes = [run_job(job) for job in jobs] if inline else shared_engine().call_many(jobs)
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for error in errors[1:]:
-        logger.error("a judge result of task %s failed: %r", task_id, error)
-    if errors:
-        raise errors[0]
-    return outcomes
+    return run_group(jobs, inline=inline)
 
 
 @shared_task(

@@ -14,7 +14,7 @@ from simulation.batches import (
     simulation_runs_redispatch,
     simulation_runs_unclaimed,
 )
-from simulation.llm.engine import run_job, shared_engine
+from simulation.llm.engine import run_group, shared_engine
 from simulation.llm.ratelimit import release_dead_holders
 from simulation.run_checks import conversation_check_integrity
 from simulation.simulate import new_owner, simulation_run_job
@@ -44,15 +44,7 @@ def _simulate(task_id: str, run_ids: list[int], inline: bool) -> list[str]:
         (lambda pk=pk, owner=owner: simulation_run_job(run_id=pk, owner=owner))
         for pk, owner in ((pk, new_owner(task_id)) for pk in run_ids)
     ]
-    # Eager Celery (tests, no worker) runs a group's conversations one after the other, as it
-    # ran their one-run messages before.
-    outcomes = [run_job(job) for job in jobs] if inline else shared_engine().call_many(jobs)
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for error in errors[1:]:
-        logger.error("a simulation run of task %s failed: %r", task_id, error)
-    if errors:
-        raise errors[0]
-    return [outcome.status for outcome in outcomes]
+    return [outcome.status for outcome in run_group(jobs, inline=inline)]
 
 
 @shared_task(

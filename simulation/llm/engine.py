@@ -351,6 +351,22 @@ def run_job(job: Job) -> Any:
     return run_jobs([job])[0]
 
 
+def run_group(jobs: Sequence[Job], *, inline: bool) -> list[Any]:
+    """Run one task message's group of jobs; return their values, raising the first error once all ended.
+
+    In a worker the group runs together on the process's engine thread; ``inline`` (eager
+    Celery: tests, no worker) runs the jobs one after the other, as one-unit messages ran, so
+    what a job finds in a cache stays deterministic.
+    """
+    outcomes = [run_job(job) for job in jobs] if inline else shared_engine().call_many(jobs)
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    for error in errors[1:]:
+        logger.error("a job of the same group also failed: %r", error)
+    if errors:
+        raise errors[0]
+    return outcomes
+
+
 def _import_litellm() -> None:
     # Jobs submitted meanwhile wait on the loop, not yet claimed: no lease can go stale.
     from simulation.llm.client import _litellm
