@@ -48,8 +48,8 @@ test: install-dev install-model
 	@mkdir -p var; status=0; \
 	integration_redis=$$(printf '%s' "$$EVALSITE_TEST_REDIS_URL" | sed -E 's#^(rediss?://[^/]*)(/[0-9]*)?$$#\1/12#'); \
 	DJANGO_SETTINGS_MODULE=evalsite.settings.integration EVALSITE_TEST_REDIS_URL="$$integration_redis" \
-	  $(PY) -m pytest -m integration tests/integration $(PYTEST_ARGS) > var/integration-tests.log 2>&1 & pid=$$!; \
-	$(PY) -m pytest -m "not integration" -n $(TEST_WORKERS) $(PYTEST_ARGS) || status=1; \
+	  $(PY) -m pytest -m integration tests/integration --durations=15 $(PYTEST_ARGS) > var/integration-tests.log 2>&1 & pid=$$!; \
+	$(PY) -m pytest -m "not integration" -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS) || status=1; \
 	wait $$pid || status=1; \
 	echo "--- integration module (tests/integration, run beside the unit tests) ---"; cat var/integration-tests.log; \
 	exit $$status
