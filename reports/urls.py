@@ -29,4 +29,6 @@ urlpatterns = [
     # Issue 23: judge development with a locked test set.
     path("", include("reports.devset.urls")),
     path("", include("reports.leaderboard.urls")),
+    # Issue 27: the turns a judge cites against the turns clinicians cite.
+    path("", include("reports.evidence.urls")),
 ]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from reports.methods import (  # noqa: F401 - each module registers its writer
     drift,
+    evidence,
     judge_assisted,
     judges,
     leaderboard,

@@ -118,6 +118,13 @@ _ALL = [
     Reference("castro2017", "Castro, 2017",
               "Castro, S. (2017). Fast Krippendorff: Fast computation of Krippendorff's alpha agreement measure "
               "[Computer software].", url="https://github.com/pln-fing-udelar/fast-krippendorff"),
+    # Evidence agreement
+    Reference("shankar2024", "Shankar et al., 2024",
+              "Shankar, S., Zamfirescu-Pereira, J. D., Hartmann, B., Parameswaran, A. G., & Arawjo, I. (2024). Who "
+              "validates the validators? Aligning LLM-assisted evaluation of LLM outputs with human preferences. "
+              "Proceedings of the 37th Annual ACM Symposium on User Interface Software and Technology (UIST '24)."),
+    Reference("jaccard1912", "Jaccard, 1912",
+              "Jaccard, P. (1912). The distribution of the flora in the alpine zone. New Phytologist, 11(2), 37–50."),
 ]
 
 REFERENCES: dict[str, Reference] = {ref.key: ref for ref in _ALL}

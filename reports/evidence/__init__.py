@@ -1,0 +1,1 @@
+"""Evidence agreement: the turns a judge cites against the turns clinicians cite (issue 27)."""

@@ -1,0 +1,96 @@
+"""The evidence agreement page: who may read it, figures equal to stats.evidence, the locked test set."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from reports.evidence.services import study_evidence_agreement
+from stats.evidence import evidence_agreement
+from tests.conftest import client_for
+from tests.support.evidence_study import build_evidence_study
+
+
+@pytest.fixture
+def ev(db):  # type: ignore[no-untyped-def]
+    return build_evidence_study()
+
+
+def _url(ev, suffix: str = "/") -> str:  # type: ignore[no-untyped-def]
+    return f"/reports/studies/{ev.study.pk}/evidence-agreement{suffix}?run={ev.run.pk}"
+
+
+def _expected(ev, codes=None):  # type: ignore[no-untyped-def]
+    keep = (lambda code: True) if codes is None else (lambda code: code in codes)
+    judges = [(c, f"ev-{name}", item, turns) for c, name, item, turns in ev.judge_rows if keep(c)]
+    raters = [row for row in ev.rater_rows if keep(row[0])]
+    return evidence_agreement(judges, raters).as_dict()
+
+
+def test_outsiders_and_raters_cannot_read_the_page_or_the_csv(ev, outsider):
+    for user in (outsider, ev.raters[0]):
+        client = client_for(user)
+        for url in (_url(ev), _url(ev, ".csv")):
+            assert client.get(url).status_code in (403, 404), (user.username, url)
+
+
+def test_a_researcher_sees_the_figures_of_the_statistics_on_the_same_data(ev):
+    response = client_for(ev.researcher).get(_url(ev))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "right for the wrong turns" in body and "human baseline" in body
+    data = response.context["data"]
+    expected = _expected(ev)
+    assert data["judges"] == expected["judges"] and data["bootstrap"] == expected["bootstrap"]
+    careful, wrong = data["judges"]
+    assert careful["judge"] == "ev-careful" and wrong["judge"] == "ev-wrong-turns"
+    assert careful["pooled"]["judge"]["union"]["precision"]["estimate"] == 1.0  # the key turn: cited by someone
+    assert wrong["pooled"]["judge"]["union"]["jaccard"]["estimate"] == 0.0  # turn 1: cited by nobody
+    f = careful["pooled"]["judge"]["union"]["recall"]
+    assert f"{f['estimate']:.2f}" in body and f"[{f['low']:.2f}, {f['high']:.2f}]" in body
+    assert 'id="evidence-plot-data"' in body and "plotly-basic.min.js" in body
+    assert "Evidence agreement of judges and clinicians" in body  # the methods paragraph
+
+
+def test_the_csv_holds_every_figure(ev):
+    response = client_for(ev.coordinator).get(_url(ev, ".csv"))
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    # 2 judges x (pooled + 2 items) x (judge, baseline) x 2 references x 3 measures
+    assert len(rows) == 2 * 3 * 2 * 2 * 3
+    expected = _expected(ev)["judges"][0]["pooled"]["judge"]["majority"]["jaccard"]
+    row = next(r for r in rows if r["judge"] == "ev-careful" and r["scope"] == "pooled" and r["who"] == "judge"
+               and r["reference"] == "majority" and r["measure"] == "jaccard")
+    assert float(row["estimate"]) == pytest.approx(expected["estimate"]) and int(row["n_instances"]) == expected["n_instances"]
+
+
+def test_after_a_split_only_development_conversations_are_read(ev):
+    from reports.devset.selectors import split_conversation_ids
+    from reports.devset.services import split_make
+
+    split = split_make(study=ev.study, actor=ev.coordinator, n_test=3, seed=4)
+    dev = split_conversation_ids(split, "dev")
+    codes = {c.code for c in ev.conversations if c.pk in dev}
+    assert len(codes) == len(ev.conversations) - 3
+    data = study_evidence_agreement(study=ev.study, run_id=ev.run.pk)
+    assert data["holdout"]["set"] == "development"
+    assert data["judges"] == _expected(ev, codes)["judges"]
+    assert data["judges"][0]["pooled"]["n_conversations"] == len(codes)
+    body = client_for(ev.researcher).get(_url(ev)).content.decode()
+    assert 'id="holdout-note"' in body
+
+
+def test_a_study_whose_clinicians_cite_no_turn_says_who_can_ask_for_them(db):
+    ev = build_evidence_study(cite=False, prefix="en")
+    body = client_for(ev.coordinator).get(_url(ev)).content.decode()
+    assert 'id="evidence-empty"' in body
+    assert "ask raters to mark supporting turns" in body and "coordinators" in body
+    assert "No evidence agreement was computed" in body  # the methods paragraph says so too
+
+
+def test_the_page_without_a_run_param_shows_the_newest_run_and_an_unknown_run_is_404(ev):
+    client = client_for(ev.researcher)
+    assert client.get(f"/reports/studies/{ev.study.pk}/evidence-agreement/").context["run_id"] == ev.run.pk
+    assert client.get(f"/reports/studies/{ev.study.pk}/evidence-agreement/?run=999999").status_code == 404
