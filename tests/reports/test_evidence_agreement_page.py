@@ -94,3 +94,13 @@ def test_the_page_without_a_run_param_shows_the_newest_run_and_an_unknown_run_is
     client = client_for(ev.researcher)
     assert client.get(f"/reports/studies/{ev.study.pk}/evidence-agreement/").context["run_id"] == ev.run.pk
     assert client.get(f"/reports/studies/{ev.study.pk}/evidence-agreement/?run=999999").status_code == 404
+
+
+def test_the_methods_paragraph_states_units_counts_references_and_the_bootstrap(ev):
+    data = study_evidence_agreement(study=ev.study, run_id=ev.run.pk)
+    text = data["methods"]["text"]
+    n = len(ev.conversations)
+    assert "For each of 2 judges" in text and f"{2 * n} conversation items in {n} conversations" in text
+    assert "answered by 3 clinicians" in text and "union" in text and "strictly more than half" in text
+    assert "cluster bootstrap; 1,000 resamples; seed 20260101" in text and "Shankar et al., 2024" in text
+    assert "ev-careful" not in text and ev.raters[0].username not in text

@@ -54,6 +54,7 @@ def _text(payload: dict) -> str:
 
 def test_every_registered_report_kind_has_a_methods_writer():
     import reports.drift.services  # noqa: F401 - each registers its kind with reports.jobs
+    import reports.evidence.services  # noqa: F401
     import reports.judge_assisted.services  # noqa: F401
     import reports.leaderboard.services  # noqa: F401
     import reports.raters.services  # noqa: F401
@@ -338,6 +339,7 @@ def audit(db):  # type: ignore[no-untyped-def]
 
 
 def _every_paragraph(audit) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    from reports.evidence.services import study_evidence_agreement
     from reports.leaderboard.services import run_leaderboard, study_leaderboard
 
     study, run = audit.study, audit.run
@@ -354,6 +356,7 @@ def _every_paragraph(audit) -> dict[str, str]:  # type: ignore[no-untyped-def]
                                    source_b=label_source_get(run, None), study=study),
         "leaderboard": study_leaderboard(study=study, run=run),
         "leaderboard_run": run_leaderboard(run=run),
+        "evidence_agreement": study_evidence_agreement(study=study, run_id=run.pk),
     }
     assert set(payloads) == set(methods.WRITERS)
     return {kind: _text(payload) for kind, payload in payloads.items()}
