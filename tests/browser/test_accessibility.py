@@ -79,6 +79,8 @@ NOT_PAGES = {
     # Active sampling (issue 23, i23active).
     "annotation:study-active-next": "POST action (the next-batch button on the active sampling page)",
     "annotation:study-active-csv": "file download", "annotation:study-active-estimates-csv": "file download",
+    # Evidence agreement (issue 27).
+    "reports:evidence-agreement-csv": "file download",
 }
 
 
@@ -276,6 +278,7 @@ def site_visits() -> list[Visit]:
     else:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
     visits += _active_visits(users_by_name())
+    visits.append(evidence_visit("admin"))
     disputed = states.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
     assert disputed is not None, "the two submitted ratings of the states study should leave an item to adjudicate"
     adjudication = reverse("annotation:study-adjudication", args=[states.pk])
@@ -300,6 +303,15 @@ def _active_visits(users: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("annotation:study-create-active", "coordinator", reverse("annotation:study-create-active") + f"?run={run_id}"),
         ("annotation:study-active", "coordinator", reverse("annotation:study-active", args=[study.pk])),
     ]
+
+
+def evidence_visit(user: str, prefix: str = "axev") -> tuple[str, str, str]:
+    """Return the evidence agreement page of a study whose clinicians and two judges cite turns (issue 27)."""
+    from tests.support.evidence_study import build_evidence_study
+
+    ev = build_evidence_study(prefix=prefix)
+    name = "reports:evidence-agreement"
+    return (name, user, reverse(name, args=[ev.study.pk]) + f"?run={ev.run.pk}")
 
 
 def uncovered(visits: list[Visit]) -> list[str]:
@@ -338,3 +350,20 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, "\n\n".join(failures)
+
+
+@override_settings(EVALSITE_PREFLIGHT=False)
+def test_evidence_agreement_page_has_no_serious_or_critical_accessibility_violation(page):
+    """The evidence agreement page alone (the full run above visits it too), at a phone's and a desktop's width."""
+    from tests.browser.conftest import ARTIFACTS, screenshot
+    from tests.support.report_study import PASSWORD
+
+    name, _, path = evidence_visit("", prefix="a11yev")
+    log_in_as(page, "a11yevresearch1", PASSWORD)
+    for width, height in ((390, 844), (1366, 900)):
+        page.set_viewport_size({"width": width, "height": height})
+        open_visit(page, Visit(name, "researcher", path))
+        page.wait_for_selector(".evidence-plot .main-svg")
+        screenshot(page, f"evidence-agreement-{width}")  # checks axe too
+        for part, selector in (("chart", ".evidence-plot"), ("table", ".evidence-judge")):
+            page.locator(selector).first.screenshot(path=str(ARTIFACTS / f"evidence-agreement-{width}-{part}.png"))

@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from tests.browser.test_accessibility import PASSWORDS, Visit, open_visit, site_visits, uncovered
+from tests.browser.test_accessibility import (
+    PASSWORDS,
+    Visit,
+    evidence_visit,
+    log_in_as,
+    open_visit,
+    site_visits,
+    uncovered,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,3 +115,22 @@ def test_every_page_fits_a_phone_a_tablet_and_two_desktops_without_overflow_or_o
             context.close()
     print(f"layout: {len(visits)} pages x {len(WIDTHS)} widths in {time.monotonic() - started:.1f}s")
     assert not failures, f"{len(failures)} layout problems:\n" + "\n".join(failures)
+
+
+@override_settings(EVALSITE_PREFLIGHT=False)
+def test_evidence_agreement_page_fits_every_width(chromium_browser, live_server):
+    """The evidence agreement page alone (the full run above checks it too), as loaded and with its details open."""
+    from tests.support.report_study import PASSWORD
+
+    name, _, path = evidence_visit("", prefix="layev")
+    context = chromium_browser.new_context(base_url=live_server.url, viewport={"width": WIDTHS[0][0], "height": WIDTHS[0][1]})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        log_in_as(page, "layevresearch1", PASSWORD)
+        visit = Visit(name, "researcher", path)
+        open_visit(page, visit)
+        failures = _check_page(page, visit)
+    finally:
+        context.close()
+    assert not failures, "\n".join(failures)

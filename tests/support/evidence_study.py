@@ -8,6 +8,7 @@ nobody cites. Both judges give the same label, so only their evidence tells them
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ def build_evidence_study(*, n_conversations: int = 8, seed: int = 11, prefix: st
     amhart, section = builtin_instruments_load()
     keys = list(amhart.items.order_by("position").values_list("key", flat=True))[:2]
     Conversation.objects.bulk_create(
-        Conversation(code=f"{prefix.upper()}-{i:03d}", source="imported", content_hash=f"{prefix}{i:062d}", message_count=8)
+        Conversation(code=f"{prefix.upper()}-{i:03d}", source="imported", content_hash=hashlib.sha256(f"{prefix}-{i}".encode()).hexdigest(), message_count=8)
         for i in range(n_conversations)
     )
     conversations = list(Conversation.objects.filter(code__startswith=f"{prefix.upper()}-").order_by("code"))
