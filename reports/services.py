@@ -287,6 +287,7 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
     from annotation.sampling.active.methods import active_methods
     from annotation.sampling.active.selectors import active_state
     from judging.errors import JudgingError
+    from reports.evidence.services import study_evidence_agreement_cached
     from reports.judge_assisted import selectors as assisted_reads
     from reports.judge_assisted.services import judge_assisted_scorecard
     from reports.raters.services import rater_drift
@@ -313,6 +314,9 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             elif na == "category":
                 missing.append(f"{heading}: not computed since the data last changed; open "
                                f"/reports/studies/{study.pk}/judges/?run={run_id} and download the zip again.")
+        evidence = study_evidence_agreement_cached(study=study, run_id=run_id)  # only where a page computed it
+        if evidence is not None and not evidence.get("empty"):
+            sections.append((f"Evidence agreement of judges and clinicians (judge run #{run_id})", evidence.get("methods")))
     sections += list(extra)
     active = ActivePlan.objects.filter(study=study).first()
     if active is not None:

@@ -30,6 +30,14 @@ EMPTY = (
 )
 
 
+def _params(study: Study, run_id: int, bootstrap: int) -> dict[str, Any]:
+    params: dict[str, Any] = {"study": study.pk, "run": run_id, "bootstrap": bootstrap}
+    split = split_current(study)
+    if split is not None:
+        params["split"] = split.pk
+    return params
+
+
 def study_evidence_agreement(*, study: Study, run_id: int, bootstrap: int = DEFAULT_RESAMPLES,
                              wait: bool = True) -> dict[str, Any]:
     """Return the evidence agreement of each judge of the run with the study's raters (cached).
@@ -37,11 +45,12 @@ def study_evidence_agreement(*, study: Study, run_id: int, bootstrap: int = DEFA
     On the development set only once the study is split (``holdout`` in the payload says so).
     ``wait=False`` returns the pending state while a worker computes.
     """
-    params: dict[str, Any] = {"study": study.pk, "run": run_id, "bootstrap": bootstrap}
-    split = split_current(study)
-    if split is not None:
-        params["split"] = split.pk
-    return jobs.report_get(KIND, params, wait=wait)
+    return jobs.report_get(KIND, _params(study, run_id, bootstrap), wait=wait)
+
+
+def study_evidence_agreement_cached(*, study: Study, run_id: int) -> dict[str, Any] | None:
+    """Return the report if a page computed it at the current data, else None (never computes: for the study zip)."""
+    return jobs.report_cached(KIND, _params(study, run_id, DEFAULT_RESAMPLES))
 
 
 def _version(params: dict[str, Any]) -> str:

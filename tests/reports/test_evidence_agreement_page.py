@@ -104,3 +104,20 @@ def test_the_methods_paragraph_states_units_counts_references_and_the_bootstrap(
     assert "answered by 3 clinicians" in text and "union" in text and "strictly more than half" in text
     assert "cluster bootstrap; 1,000 resamples; seed 20260101" in text and "Shankar et al., 2024" in text
     assert "ev-careful" not in text and ev.raters[0].username not in text
+
+
+def test_the_reports_index_links_to_the_page_and_the_study_zip_holds_its_paragraph_once_computed(ev):
+    import zipfile
+
+    client = client_for(ev.coordinator)
+    index = client.get("/reports/").content.decode()
+    assert f"/reports/studies/{ev.study.pk}/evidence-agreement/" in index
+    heading = f"Evidence agreement of judges and clinicians (judge run #{ev.run.pk})"
+
+    def methods_md() -> str:
+        archive = zipfile.ZipFile(io.BytesIO(client.get(f"/reports/studies/{ev.study.pk}/export.zip").content))
+        return archive.read("METHODS.md").decode()
+
+    assert heading not in methods_md()  # never computed for a download
+    client.get(_url(ev))
+    assert heading in methods_md()
