@@ -8,6 +8,7 @@ from typing import Any
 from django.http import Http404
 
 from annotation.models import Study
+from corpus.models import InstrumentKind
 from reports.selectors import _submitted, judge_runs_for_study
 
 Row = tuple[str, str, str, list[int]]  # (conversation code, judge or rater, item, 1-based turns)
@@ -25,18 +26,35 @@ def rater_evidence_rows(study: Study, *, conversation_ids: Collection[int] | Non
 
     An answer with ``"evidence": []`` is a rater who cited no turn; an answer without the key
     (the study did not ask for turns, or an imported rating) is no rater of evidence and is
-    left out. Calibration and withdrawn assignments are never read (``reports.selectors``).
+    left out. For a question flow the rows are per dimension (the union of the turns cited on
+    its questions), as its judges label dimensions. Calibration and withdrawn assignments are
+    never read (``reports.selectors``).
     """
     submitted = _submitted(study)
     if conversation_ids is not None:
         submitted = submitted.filter(assignment__conversation_id__in=list(conversation_ids))
+    dimension = _question_dimensions(study)
     rows: list[Row] = []
     for rating in submitted.order_by("pk"):
         code, rater = rating.assignment.conversation.code, rating.assignment.rater_name
+        cited: dict[str, set[int]] = {}
         for key, entry in (rating.answers.get("main") or {}).items():
             if isinstance(entry, dict) and isinstance(entry.get("evidence"), list):
-                rows.append((code, rater, str(key), _turns(entry["evidence"])))
+                unit = dimension.get(str(key), str(key)) if dimension is not None else str(key)
+                cited.setdefault(unit, set()).update(_turns(entry["evidence"]))
+        rows.extend((code, rater, unit, sorted(turns)) for unit, turns in cited.items())
     return rows
+
+
+def _question_dimensions(study: Study) -> dict[str, str] | None:
+    """Return each question's dimension for a question flow (None for a checklist).
+
+    A question flow's judges label dimensions, while raters cite turns on the questions they
+    answer: a rater's turns for a dimension are the union of the turns cited on its questions.
+    """
+    if study.instrument.kind != InstrumentKind.FLOW:
+        return None
+    return {key: domain for key, domain in study.instrument.items.values_list("key", "domain") if domain}
 
 
 def judge_evidence_rows(study: Study, run_id: int, *, conversation_ids: Collection[int] | None = None) -> list[Row]:
@@ -71,6 +89,8 @@ def judge_evidence_rows(study: Study, run_id: int, *, conversation_ids: Collecti
 
 
 def items_info(study: Study) -> dict[str, dict[str, str]]:
-    """Return the main instrument's item texts by key, in instrument order."""
+    """Return the main instrument's item texts by key, in instrument order (nothing for a flow: dimensions name themselves)."""
+    if study.instrument.kind == InstrumentKind.FLOW:
+        return {}
     return {key: {"text": text, "number": number}
             for key, text, number in study.instrument.items.order_by("position").values_list("key", "text", "number")}

@@ -37,6 +37,12 @@ def _params(study: Study, run_id: int, bootstrap: int) -> dict[str, Any]:
         params["split"] = split.pk
     return params
 
+NO_JUDGE_TURNS = (
+    "No judge of this run cited a turn in its {n} labels of these conversations, so there is nothing to compare with "
+    "the clinicians' turns. Checklist judges cite the turns behind each answer; judges walking a question flow label "
+    "dimensions without citing turns."
+)
+
 
 def study_evidence_agreement(*, study: Study, run_id: int, bootstrap: int = DEFAULT_RESAMPLES,
                              wait: bool = True) -> dict[str, Any]:
@@ -85,6 +91,8 @@ def _compute(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
     if not payload["n_rater_answers_citing"]:
         where = " (development set)" if scope is not None else ""
         return {**payload, "judges": [], "empty": EMPTY.format(scope=where)}
+    if not payload["n_judge_labels_citing"]:
+        return {**payload, "judges": [], "empty": NO_JUDGE_TURNS.format(n=payload["n_judge_labels"])}
     progress(0.3, "bootstrapping over conversations")
     result = evidence_agreement(judges, raters, n_resamples=int(params["bootstrap"]), seed=DEFAULT_SEED,
                                 confidence=CONFIDENCE).as_dict()

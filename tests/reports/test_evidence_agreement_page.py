@@ -121,3 +121,41 @@ def test_the_reports_index_links_to_the_page_and_the_study_zip_holds_its_paragra
     assert heading not in methods_md()  # never computed for a download
     client.get(_url(ev))
     assert heading in methods_md()
+
+
+def test_a_question_flows_rater_turns_are_the_union_over_each_dimensions_questions(db, coordinator, clinician):
+    from django.utils import timezone
+
+    from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
+    from annotation.studies.services import study_create
+    from corpus.models import Conversation
+    from reports.evidence.selectors import rater_evidence_rows
+    from tests.annotation.rater_setup import flow_instrument
+
+    flow = flow_instrument()
+    questions = list(flow.items.order_by("position").values_list("key", "domain"))
+    first = questions[0][1]
+    same = [key for key, domain in questions if domain == first][:2]
+    other_key, other = next((key, domain) for key, domain in questions if domain != first)
+    conversation = Conversation.objects.create(code="FL-001", source="imported", content_hash="f" * 64, message_count=6)
+    study = study_create(name="Flow evidence", instrument=flow, section=None, conversation_ids=[conversation.pk],
+                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")],
+                         raters_per_conversation=1)
+    assignment = Assignment.objects.create(study=study, conversation=conversation, rater=clinician,
+                                           status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now())
+    answers = {same[0]: {"value": "Yes", "evidence": [2]}, other_key: {"value": "No", "evidence": []}}
+    if len(same) > 1:
+        answers[same[1]] = {"value": "No", "evidence": [4, 2]}
+    Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, submitted_at=timezone.now(), revision=1,
+                          answers={"main": answers})
+    rows = {item: turns for _, _, item, turns in rater_evidence_rows(study)}
+    assert rows == {first: [2, 4] if len(same) > 1 else [2], other: []}
+
+
+def test_a_run_whose_judges_cite_no_turn_says_so_instead_of_scoring_zero(ev):
+    from judging.models import JudgeLabel
+
+    JudgeLabel.objects.filter(result__run=ev.run).update(evidence=[])
+    data = study_evidence_agreement(study=ev.study, run_id=ev.run.pk)
+    assert data["judges"] == [] and "No judge of this run cited a turn" in data["empty"]
+    assert "No evidence agreement was computed" in data["methods"]["text"]
