@@ -154,6 +154,7 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         "reports:drift-csv": [f"/reports/drift/{t}.csv?a_run={run.pk}&b_run={run.pk}&study={study.pk}" for t in ("items", "flips")],
         "reports:leaderboard-csv": [f"/reports/studies/{study.pk}/leaderboard/{t}.csv?run={run.pk}" for t in ("scores", "pairs")],
         "reports:run-leaderboard-csv": [f"/reports/runs/{run.pk}/leaderboard/{t}.csv" for t in ("scores", "pairs")],
+        "reports:evidence-agreement-csv": [f"/reports/studies/{study.pk}/evidence-agreement.csv?run={run.pk}"],
     }
     # A new CSV route must be added above, so that it is checked too.
     assert _csv_route_names() <= {name.split(" ")[0] for name in urls}, _csv_route_names()
