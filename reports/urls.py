@@ -29,4 +29,6 @@ urlpatterns = [
     # Issue 23: judge development with a locked test set.
     path("", include("reports.devset.urls")),
     path("", include("reports.leaderboard.urls")),
+    # Issue 27: from a figure to the evidence behind it.
+    path("", include("reports.review.urls")),
 ]

@@ -1,0 +1,209 @@
+"""One conversation for the review page: transcript, every clinician, the consensus, every judge.
+
+Researchers and coordinators only (the report readers of the study). Raters appear as "Rater A",
+"Rater B"... in the order they joined the study, the same letters on every page of the study;
+their names only for a coordinator who asks for them (recorded in the study's audit trail by
+the view). A conversation of the locked test set is refused (``reports.review.scope``).
+"""
+
+from __future__ import annotations
+
+import string
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotation.models import (
+    AssignmentStatus,
+    ConsensusLabel,
+    ExternalRater,
+    MemberRole,
+    Rating,
+    RatingStatus,
+    Study,
+    StudyMembership,
+)
+from corpus.instruments.labels import ItemLabels, UnknownAnswer
+from corpus.models import Conversation, InstrumentKind
+from judging.ensemble import ensemble_kind
+from judging.models import EnsembleLabel, JudgeLabel, JudgeRun
+from reports.models import FailureCode
+from reports.review.instances import ENSEMBLE
+
+
+def rater_letters(study: Study) -> dict[str, str]:
+    """Return each rater's pseudonym in the study ("Rater A"...) by rater name, in order of joining."""
+    users = StudyMembership.objects.filter(study=study, role=MemberRole.RATER).order_by("added_at", "pk")
+    names = [m.user.get_username() for m in users.select_related("user")]
+    names += list(ExternalRater.objects.filter(study=study).order_by("pk").values_list("label", flat=True))
+    out: dict[str, str] = {}
+    for n, name in enumerate(dict.fromkeys(names)):
+        out[name] = f"Rater {_letters(n)}"
+    return out
+
+
+def _letters(n: int) -> str:
+    letters = string.ascii_uppercase
+    return letters[n] if n < 26 else _letters(n // 26 - 1) + letters[n % 26]
+
+
+@dataclass
+class RaterAnswer:
+    rater: str  # the pseudonym, or the name when names are shown
+    label: str
+    note: str = ""
+    evidence: list[int] = field(default_factory=list)
+
+
+@dataclass
+class JudgeAnswer:
+    judge: str
+    label: str | None
+    rationale: str = ""
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    missing_reason: str = ""
+    votes: dict[str, Any] = field(default_factory=dict)
+    provenance: str = ""
+    agrees: bool | None = None  # with the consensus (None: nothing to compare)
+
+    @property
+    def turns(self) -> list[int]:
+        return sorted({int(e["turn"]) for e in self.evidence if isinstance(e, dict) and str(e.get("turn", "")).isdigit()})
+
+
+@dataclass
+class ItemReview:
+    key: str
+    number: str
+    text: str
+    raters: list[RaterAnswer]
+    consensus: str | None
+    provenance: str
+    provenance_label: str
+    votes: dict[str, int]
+    consensus_reason: str
+    judges: list[JudgeAnswer]
+    codes: list[FailureCode]
+
+    @property
+    def raters_disagree(self) -> bool:
+        return len({a.label for a in self.raters}) > 1
+
+    @property
+    def judges_disagree(self) -> bool:
+        return any(j.agrees is False for j in self.judges)
+
+    @property
+    def disagreement(self) -> bool:
+        return self.raters_disagree or self.judges_disagree
+
+    @property
+    def cited_turns(self) -> list[int]:
+        turns = {t for j in self.judges for t in j.turns} | {t for a in self.raters for t in a.evidence}
+        return sorted(turns)
+
+
+@dataclass
+class ConversationReview:
+    study: Study
+    conversation: Conversation
+    run: JudgeRun | None
+    messages: list[tuple[int, str, str]]  # (turn number, role, content)
+    items: list[ItemReview]
+    raters: list[str]
+    turn_citations: dict[int, list[str]]  # turn -> "item: who" lines
+
+
+def _norm(spec: ItemLabels | None, label: str) -> str:
+    if spec is None:
+        return label
+    try:
+        return spec.normalise(label) or label
+    except UnknownAnswer:
+        return label
+
+
+def conversation_review(
+    study: Study, conversation: Conversation, *, run: JudgeRun | None, items: dict[str, ItemLabels], show_names: bool
+) -> ConversationReview:
+    """Return the review of one conversation of the study (a fixed number of queries)."""
+    letters = rater_letters(study)
+    messages = [
+        (n, role, content)
+        for n, (role, content) in enumerate(
+            conversation.messages.order_by("turn_index").values_list("role", "content"), start=1
+        )
+    ]
+    flow = study.instrument.kind == InstrumentKind.FLOW
+    domains = dict(study.instrument.items.values_list("key", "domain")) if flow else {}
+    answers: dict[str, list[RaterAnswer]] = defaultdict(list)
+    ratings = (
+        Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, assignment__is_calibration=False,
+                              status=RatingStatus.SUBMITTED)
+        .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
+        .select_related("assignment__rater", "assignment__external_rater")
+        .order_by("pk")
+    )
+    raters: list[str] = []
+    for rating in ratings:
+        name = rating.assignment.rater_name
+        who = name if show_names else letters.get(name, "Rater ?")
+        raters.append(who)
+        main = rating.answers.get("main") or {}
+        if flow:
+            notes: dict[str, list[str]] = defaultdict(list)
+            evidence: dict[str, set[int]] = defaultdict(set)
+            for key, entry in main.items():
+                dimension = domains.get(key, key)
+                if str(entry.get("note") or "").strip():
+                    notes[dimension].append(str(entry["note"]).strip())
+                evidence[dimension].update(int(t) for t in entry.get("evidence") or [] if str(t).isdigit())
+            for dimension, label in ((rating.derived or {}).get("labels") or {}).items():
+                answers[str(dimension)].append(RaterAnswer(who, _norm(items.get(str(dimension)), str(label)),
+                                                           " / ".join(notes[str(dimension)]), sorted(evidence[str(dimension)])))
+            continue
+        for key, entry in main.items():
+            if key not in items or not entry.get("value"):
+                continue
+            answers[key].append(RaterAnswer(who, _norm(items[key], str(entry["value"])), str(entry.get("note") or ""),
+                                            sorted({int(t) for t in entry.get("evidence") or [] if str(t).isdigit()})))
+    consensus = {c.item_key: c for c in ConsensusLabel.objects.filter(study=study, conversation=conversation)}
+    judged: dict[str, list[JudgeAnswer]] = defaultdict(list)
+    if run is not None:
+        labels = (
+            JudgeLabel.objects.filter(result__run=run, result__conversation=conversation, result__instance=0,
+                                      kind=ensemble_kind(run.mode))
+            .select_related("result__judge")
+            .order_by("result__judge__name", "position")
+        )
+        for label in labels:
+            judged[label.item_key].append(JudgeAnswer(
+                label.result.judge.name, _norm(items.get(label.item_key), label.label) if label.label else None,
+                label.rationale, list(label.evidence or []), label.missing_reason,
+            ))
+        for e in EnsembleLabel.objects.filter(run=run, conversation=conversation):
+            judged[e.item_key].append(JudgeAnswer(ENSEMBLE, _norm(items.get(e.item_key), e.label) if e.label else None,
+                                                  votes=dict(e.votes or {}), provenance=e.provenance))
+    codes: dict[str, list[FailureCode]] = defaultdict(list)
+    for code in FailureCode.objects.filter(study=study, conversation=conversation).select_related("category", "created_by"):
+        codes[code.item_key].append(code)
+    provenance_labels = dict(ConsensusLabel._meta.get_field("provenance").choices)
+    out: list[ItemReview] = []
+    citations: dict[int, list[str]] = defaultdict(list)
+    for key, spec in items.items():
+        c = consensus.get(key)
+        label = _norm(spec, c.label) if c is not None and c.label else None
+        judges = judged.get(key, [])
+        for j in judges:
+            j.agrees = None if label is None or j.label is None else j.label == label
+            for turn in j.turns:
+                citations[turn].append(f"{spec.number or key}: {j.judge}")
+        for a in answers.get(key, []):
+            for turn in a.evidence:
+                citations[turn].append(f"{spec.number or key}: {a.rater}")
+        out.append(ItemReview(
+            key, spec.number, spec.text, answers.get(key, []), label, c.provenance if c else "",
+            provenance_labels.get(c.provenance, "") if c else "no consensus computed", dict(c.votes or {}) if c else {},
+            c.reason if c else "", judges, codes.get(key, []),
+        ))
+    return ConversationReview(study, conversation, run, messages, out, list(dict.fromkeys(raters)), dict(citations))
