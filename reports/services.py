@@ -243,6 +243,9 @@ def write_study_export(archive: Any, *, study: Study) -> None:
         if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
             header = list(dict.fromkeys(k for r in records for k in r))
             write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
+    from reports.review.codes import CODE_COLUMNS, code_rows
+
+    write("failure_codes.csv", CODE_COLUMNS, code_rows(study))
     archive.writestr(
         "README.txt",
         f"evalsite export of study {study.pk}: {study.name}\n"
@@ -254,6 +257,7 @@ def write_study_export(archive: Any, *, study: Study) -> None:
         + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
         f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
         "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
+        "failure_codes.csv: researchers' codes of disagreements (open coding) with their failure category (axial coding).\n"
         f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
         f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
         + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
