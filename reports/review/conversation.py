@@ -138,8 +138,7 @@ def conversation_review(
     domains = dict(study.instrument.items.values_list("key", "domain")) if flow else {}
     answers: dict[str, list[RaterAnswer]] = defaultdict(list)
     ratings = (
-        Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, assignment__is_calibration=False,
-                              status=RatingStatus.SUBMITTED)
+        Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, status=RatingStatus.SUBMITTED)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment__rater", "assignment__external_rater")
         .order_by("pk")
@@ -161,8 +160,9 @@ def conversation_review(
             for dimension, label in ((rating.derived or {}).get("labels") or {}).items():
                 answers[str(dimension)].append(RaterAnswer(who, _norm(items.get(str(dimension)), str(label)),
                                                            " / ".join(notes[str(dimension)]), sorted(evidence[str(dimension)])))
-            continue
-        for key, entry in main.items():
+        entries = [] if flow else list(main.items())
+        entries += [(f"section:{k}", v) for k, v in (rating.answers.get("section") or {}).items()]
+        for key, entry in entries:
             if key not in items or not entry.get("value"):
                 continue
             answers[key].append(RaterAnswer(who, _norm(items[key], str(entry["value"])), str(entry.get("note") or ""),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from annotation.consensus.services import consensus_labels_of
 from annotation.models import ConsensusLabel, ConversationFlag, FlagStatus, Study
-from corpus.instruments.labels import ItemLabels, UnknownAnswer
+from corpus.instruments.labels import ItemLabels, UnknownAnswer, instrument_labels
 from corpus.models import Conversation
 from reports import selectors
 from reports.comparison import comparison_inputs
@@ -78,9 +78,13 @@ def _conversations(ids: set[int]) -> dict[int, tuple[str, str, str]]:
     return {pk: (code, f"{t} · {m}" if t else "(unknown chatbot)", persona or "(no persona)") for pk, code, t, m, persona in rows}
 
 
-def _main_conversations(study: Study, scope: Scope) -> dict[str, int]:
-    """Return the study's main conversations in scope (locked ones included: counted, never listed), by code."""
-    qs = study.study_conversations.filter(is_calibration=False)
+def _study_conversations(study: Study, scope: Scope, *, calibration: bool) -> dict[str, int]:
+    """Return the study's conversations in scope (locked ones included: counted, never listed), by code.
+
+    Calibration conversations only with ``calibration`` (consensus and reliability pages count
+    them; judges are compared on the main conversations only).
+    """
+    qs = study.study_conversations.all() if calibration else study.study_conversations.filter(is_calibration=False)
     rows = qs.values_list("conversation__code", "conversation_id")
     return {code: cid for code, cid in rows if scope.conversation_ids is None or cid in scope.conversation_ids
             or cid in scope.locked_ids}
@@ -106,11 +110,11 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
     """
     scope = review_scope(study, query.set)
     na = selectors.reliability_na(study, query.na or None) if query.run is None else (query.na or "category")
-    codes = _main_conversations(study, scope)
+    codes = _study_conversations(study, scope, calibration=query.run is None)
     read_ids = set(codes.values())
-    consensus_rows = ConsensusLabel.objects.filter(study=study, conversation_id__in=read_ids).exclude(
-        item_key__startswith="section:"
-    ).values_list("conversation__code", "item_key", "label", "provenance")
+    consensus_rows = ConsensusLabel.objects.filter(study=study, conversation_id__in=read_ids).values_list(
+        "conversation__code", "item_key", "label", "provenance"
+    )
     provenance = {(code, item): p for code, item, _, p in consensus_rows}
     judges: list[str] = []
     if query.run is not None:
@@ -123,8 +127,15 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
         keys = {(u, i) for u, _, i, _ in [*machine, *raters]} | set(consensus)
         keys = {k for k in keys if k[1] in items}
     else:
-        items = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
-        raters, _ = normalise_rows(selectors.study_ratings_long(study, part="main", conversation_ids=read_ids), items)
+        # Every consensus item: the instrument's, then the study section's ("section:KEY", as consensus keys them).
+        items = consensus_labels_of(study)
+        if study.section is not None:  # the section's 1-5 scales too, which have no consensus but a reliability row
+            items.update({k: v for k, v in instrument_labels(study.section, prefix="section:").items()
+                          if not v.is_text and k not in items})
+        long = selectors.study_ratings_long(study, part="main", conversation_ids=read_ids)
+        long += [(u, r, f"section:{i}", label) for u, r, i, label in
+                 selectors.study_ratings_long(study, part="section", conversation_ids=read_ids)]
+        raters, _ = normalise_rows(long, items)
         if na == "exclude":
             raters = [r for r in raters if not items[r[2]].is_na(r[3])]
         consensus = {}
@@ -204,6 +215,8 @@ def matches(instance: Instance, query: ListQuery, groups: list[list[str]]) -> bo
     if query.label and judge_label != query.label:
         return False
     if query.compared and (instance.consensus is None or judge_label is None):
+        return False
+    if query.min_raters is not None and len(instance.raters) < query.min_raters:
         return False
     if query.rater and query.rater not in instance.raters:
         return False

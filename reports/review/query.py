@@ -46,6 +46,7 @@ class ListQuery:
     flag: str = ""
     code: int | None = None  # a failure category
     coded: str = ""  # a failure code's text
+    min_raters: int | None = None  # at least this many raters labelled the item (reliability's units)
     about: str = ""  # codes about this judge ("(raters)": about the raters' disagreement)
 
     @classmethod
@@ -53,7 +54,7 @@ class ListQuery:
         """Return the filters of a query string; raise QueryError naming a bad value."""
         get = params.get
         values: dict[str, Any] = {}
-        for name in ("run", "group", "code"):
+        for name in ("run", "group", "code", "min_raters"):
             raw = (get(name) or "").strip()
             if raw:
                 if not raw.isdigit() or len(raw) > 9:

@@ -72,6 +72,8 @@ def describe(query: ListQuery, found: InstanceList) -> list[str]:
         words.append(f"alt-test instances of {query.judge} with {query.rater} left out (the judge, {query.rater} and another rater labelled)")
     elif query.rater:
         words.append(f"rated by {query.rater}")
+    if query.min_raters is not None:
+        words.append(f"labelled by at least {query.min_raters} rater{'s' if query.min_raters != 1 else ''}")
     if query.disagree == "judge":
         words.append(f"{query.judge or 'a judge'} disagrees with the consensus")
     if query.disagree == "raters":
@@ -157,7 +159,7 @@ def review(request: HttpRequest, pk: int, code: str) -> HttpResponse:
     """One conversation: transcript, every clinician, the consensus, every judge, failure codes."""
     study = selectors.study_get_for_reports(request.user, pk=pk)
     query = _query(request)
-    link = study.study_conversations.filter(conversation__code=code, is_calibration=False).select_related("conversation").first()
+    link = study.study_conversations.filter(conversation__code=code).select_related("conversation").first()
     if link is None:
         raise Http404("no such conversation in this study")
     conversation = link.conversation
@@ -200,7 +202,7 @@ def _with_run(query: ListQuery, run_id: int) -> ListQuery:
 @roles_required(*REPORT_ROLES)
 def code_add(request: HttpRequest, pk: int, code: str) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
-    link = study.study_conversations.filter(conversation__code=code, is_calibration=False).select_related("conversation").first()
+    link = study.study_conversations.filter(conversation__code=code).select_related("conversation").first()
     if link is None:
         raise Http404("no such conversation in this study")
     if link.conversation_id in review_scope(study, "").locked_ids:

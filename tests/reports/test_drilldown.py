@@ -221,3 +221,39 @@ def test_a_locked_test_set_is_counted_but_never_listed_or_opened_until_a_look(sp
     after = study_instances(dev.study, ListQuery(provenance="unanimous"))
     assert len(after.instances) == unanimous.count() and after.n_locked == 0
     assert client.get(f"/reports/studies/{dev.study.pk}/review/{locked}/").status_code == 200
+
+
+# -- the other figures ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rated(db):  # type: ignore[no-untyped-def]
+    from tests.support.report_study import build_report_study
+
+    return build_report_study()
+
+
+@pytest.mark.parametrize("na", ["category", "exclude"])
+def test_each_reliability_item_lists_its_rated_and_pairable_conversations(rated, na):
+    study = rated.study
+    data = services.study_reliability(study=study, na=na)
+    items = {**data["main"]["items"], **{f"section:{k}": v for k, v in (data.get("section") or {}).items()}}
+    assert items
+    for key, item in items.items():
+        pairable = study_instances(study, ListQuery(item=key, na=na, min_raters=2))
+        rated_once = study_instances(study, ListQuery(item=key, na=na, min_raters=1))
+        assert (len(pairable.instances), len(rated_once.instances)) == (item["n_units_pairable"], item["n_units"]), key
+    html = client_for(rated.coordinator).get(f"/reports/studies/{study.pk}/reliability/?na={na}").content.decode()
+    assert "min_raters=2" in html
+
+
+def test_each_consensus_count_and_cell_opens_its_conversations(rated):
+    from annotation.consensus.selectors import consensus_summary
+
+    study = rated.study
+    summary = consensus_summary(study)
+    for value, _, n in summary.provenances:
+        assert len(study_instances(study, ListQuery(provenance=value)).instances) == n, value
+    html = client_for(rated.coordinator).get(f"/studies/{study.pk}/consensus/").content.decode()
+    assert f"/reports/studies/{study.pk}/instances/?provenance=" in html
+    assert f"/reports/studies/{study.pk}/review/" in html
