@@ -21,6 +21,7 @@ from reports.models import FailureCode
 from reports.reliability import label_groups, normalise_rows
 from reports.review.query import ListQuery
 from reports.review.scope import Scope, review_scope
+from reports.scorecards import SCORED_SCALES
 
 ENSEMBLE = "ensemble"
 
@@ -110,7 +111,7 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
     """
     scope = review_scope(study, query.set)
     na = selectors.reliability_na(study, query.na or None) if query.run is None else (query.na or "category")
-    codes = _study_conversations(study, scope, calibration=query.run is None)
+    codes = _study_conversations(study, scope, calibration=query.run is None and query.calibration)
     read_ids = set(codes.values())
     consensus_rows = ConsensusLabel.objects.filter(study=study, conversation_id__in=read_ids).values_list(
         "conversation__code", "item_key", "label", "provenance"
@@ -150,7 +151,7 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
     meta = _conversations(set(codes.values()))
     for code, item in keys:
         cid = codes[code]
-        _, chatbot, persona = meta.get(cid, (code, "(unknown chatbot)", "(no persona)"))
+        _, chatbot, persona = meta.get(cid, (code, "(unknown)", "(none)"))
         by_key[(code, item)] = Instance(cid, code, chatbot, persona, item, consensus.get((code, item)),
                                         provenance.get((code, item), ""))
     for unit, rater, item, label in raters:
@@ -180,7 +181,8 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
     if query.judge and query.judge not in judges:
         return InstanceList(study, query, scope, na, [], items, groups, judges, 0,
                             f"judge {query.judge!r} has no labels on this study's conversations in run {query.run}")
-    chosen = [i for i in by_key.values() if matches(i, query, groups)]
+    scored = frozenset(k for k, v in items.items() if v.scale in SCORED_SCALES)
+    chosen = [i for i in by_key.values() if matches(i, query, groups, scored)]
     chosen.sort(key=lambda i: (i.code, order.get(i.item, 0)))
     listed = [i for i in chosen if scope.allows(i.conversation_id)]
     flagged = _flagged(study, query.flag) if query.flag else None
@@ -197,7 +199,7 @@ def _flagged(study: Study, which: str) -> set[int]:
     return set(qs.values_list("conversation_id", flat=True))
 
 
-def matches(instance: Instance, query: ListQuery, groups: list[list[str]]) -> bool:
+def matches(instance: Instance, query: ListQuery, groups: list[list[str]], scored: frozenset[str] = frozenset()) -> bool:
     """Tell whether an instance is one the query's figure counts."""
     if query.group is not None and instance.item not in groups[query.group]:
         return False
@@ -206,6 +208,10 @@ def matches(instance: Instance, query: ListQuery, groups: list[list[str]]) -> bo
     if query.chatbot and instance.chatbot != query.chatbot:
         return False
     if query.persona and instance.persona != query.persona:
+        return False
+    if query.with_consensus and not instance.provenance:
+        return False
+    if query.scored and instance.item not in scored:
         return False
     if query.provenance and instance.provenance != query.provenance:
         return False

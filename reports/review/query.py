@@ -47,6 +47,9 @@ class ListQuery:
     code: int | None = None  # a failure category
     coded: str = ""  # a failure code's text
     min_raters: int | None = None  # at least this many raters labelled the item (reliability's units)
+    calibration: bool = False  # include the study's calibration conversations (the consensus page counts them)
+    scored: bool = False  # only items that enter a checklist score (yes / no / N/A)
+    with_consensus: bool = False  # a consensus was computed for the item (any provenance, even without a label)
     about: str = ""  # codes about this judge ("(raters)": about the raters' disagreement)
 
     @classmethod
@@ -70,7 +73,7 @@ class ListQuery:
             if raw not in allowed:
                 raise QueryError(f"{name} must be one of {', '.join(a for a in allowed if a)}, not {raw[:40]!r}")
             values[name] = raw
-        for name in ("alt", "compared"):
+        for name in ("alt", "compared", "calibration", "scored", "with_consensus"):
             values[name] = (get(name) or "") in ("1", "true", "yes")
         query = cls(**values)
         if (query.label or query.compared or query.alt) and not query.judge:

@@ -80,6 +80,12 @@ def describe(query: ListQuery, found: InstanceList) -> list[str]:
         words.append("the raters disagree")
     if query.provenance:
         words.append(f"consensus {query.provenance.replace('_', ' ')}")
+    if query.scored:
+        words.append("scored items")
+    if query.with_consensus:
+        words.append("with a consensus computed")
+    if query.calibration:
+        words.append("calibration conversations included")
     if query.chatbot:
         words.append(f"chatbot {query.chatbot}")
     if query.persona:

@@ -253,7 +253,21 @@ def test_each_consensus_count_and_cell_opens_its_conversations(rated):
     study = rated.study
     summary = consensus_summary(study)
     for value, _, n in summary.provenances:
-        assert len(study_instances(study, ListQuery(provenance=value)).instances) == n, value
+        assert len(study_instances(study, ListQuery(provenance=value, calibration=True)).instances) == n, value
     html = client_for(rated.coordinator).get(f"/studies/{study.pk}/consensus/").content.decode()
     assert f"/reports/studies/{study.pk}/instances/?provenance=" in html
     assert f"/reports/studies/{study.pk}/review/" in html
+
+
+def test_each_scorecard_row_lists_its_conversations(rated):
+    study = rated.study
+    card = services.study_scorecard(study=study)
+    assert card["by_chatbot"] and card["by_chatbot_persona"]
+    for row in card["by_chatbot"]:
+        found = study_instances(study, ListQuery(chatbot=row["chatbot"], scored=True, with_consensus=True))
+        assert len(found.conversation_codes) == row["n_conversations"]
+    for row in card["by_chatbot_persona"]:
+        found = study_instances(study, ListQuery(chatbot=row["chatbot"], persona=row["persona"], scored=True, with_consensus=True))
+        assert len(found.conversation_codes) == row["n_conversations"]
+    html = client_for(rated.coordinator).get(f"/reports/studies/{study.pk}/scorecard/").content.decode()
+    assert "scored=1" in html and "with_consensus=1" in html
