@@ -75,6 +75,9 @@ NOT_PAGES = {
     "reports:development-look-state": "JSON progress of a look being computed (polled by the look page)",
     "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
     # The benchmark leaderboard (issue 23).
+    "reports:instances-csv": "file download", "reports:review-code-add": "POST action (a form on the review page)",
+    "reports:failure-codes-csv": "file download", "reports:failure-counts-csv": "file download",
+    "reports:failure-code-remove": "POST action",
     "reports:leaderboard-csv": "file download", "reports:run-leaderboard-csv": "file download",
     # Active sampling (issue 23, i23active).
     "annotation:study-active-next": "POST action (the next-batch button on the active sampling page)",
@@ -266,6 +269,7 @@ def site_visits() -> list[Visit]:
         ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
+        *_review_visits(study, users),
         ("status", "admin", reverse("status")),
         ("reports:development", "admin", reverse("reports:development", args=[study.pk])),
         ("reports:leaderboard", "admin", reverse("reports:leaderboard", args=[study.pk])),
@@ -284,6 +288,26 @@ def site_visits() -> list[Visit]:
         Visit("api-docs", "researcher", reverse("api-docs")),
         # The home page and the menu differ by role.
         *(Visit("home", user, reverse("home"), f"as {user}") for user in ("clinician", "coordinator", "admin")),
+    ]
+
+
+def _review_visits(study: Study, users: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return the drill-down list, a review page and the failure-modes page of the demo study (issue 27)."""
+    from reports.review.codes import failure_category_create, failure_code_add, failure_codes_categorise
+    from reports.selectors import judge_runs_for_study
+
+    demo_run = judge_runs_for_study(study).order_by("pk").first()
+    coded = study.study_conversations.filter(is_calibration=False).select_related("conversation").order_by("conversation__code").first()
+    item = study.instrument.items.order_by("position").first().key
+    failure_code_add(study=study, conversation=coded.conversation, item_key=item, text="missed passive ideation",
+                     judge="", run=demo_run, actor=users["researcher"])
+    category = failure_category_create(study=study, name="Misses risk", actor=users["researcher"])
+    failure_codes_categorise(study=study, texts=["missed passive ideation"], category=category, actor=users["researcher"])
+    code = coded.conversation.code
+    return [
+        ("reports:instances", "researcher", reverse("reports:instances", args=[study.pk]) + f"?run={demo_run.pk}&disagree=judge"),
+        ("reports:review", "researcher", reverse("reports:review", args=[study.pk, code]) + f"?run={demo_run.pk}&disagree=judge"),
+        ("reports:failure-modes", "researcher", reverse("reports:failure-modes", args=[study.pk])),
     ]
 
 
