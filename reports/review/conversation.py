@@ -94,6 +94,11 @@ class ItemReview:
         return any(j.agrees is False for j in self.judges)
 
     @property
+    def first_disagreeing(self) -> str:
+        """Return the first judge (not the ensemble) whose label differs from the consensus, else ""."""
+        return next((j.judge for j in self.judges if j.agrees is False and j.judge != ENSEMBLE), "")
+
+    @property
     def disagreement(self) -> bool:
         return self.raters_disagree or self.judges_disagree
 
@@ -206,4 +211,16 @@ def conversation_review(
             provenance_labels.get(c.provenance, "") if c else "no consensus computed", dict(c.votes or {}) if c else {},
             c.reason if c else "", judges, codes.get(key, []),
         ))
-    return ConversationReview(study, conversation, run, messages, out, list(dict.fromkeys(raters)), dict(citations))
+    return ConversationReview(study, conversation, run, messages, out, list(dict.fromkeys(raters)), _by_citer(citations))
+
+
+def _by_citer(citations: dict[int, list[str]]) -> dict[int, list[str]]:
+    """Return per turn one line per judge or rater: "coin-flip (items 1, 4, 7)"."""
+    out: dict[int, list[str]] = {}
+    for turn, lines in citations.items():
+        items: dict[str, list[str]] = defaultdict(list)
+        for line in lines:
+            item, who = line.split(": ", 1)
+            items[who].append(item)
+        out[turn] = [f"{who} (item{'s' if len(keys) > 1 else ''} {', '.join(keys)})" for who, keys in items.items()]
+    return out

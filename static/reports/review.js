@@ -10,7 +10,7 @@
     var cites = data ? JSON.parse(JSON.parse(data.textContent)) : {};
     Object.keys(cites).forEach(function (turn) {
       var el = document.querySelector('#turn-' + turn + ' .cites');
-      if (el) el.textContent = "cited: " + cites[turn].join("; ");
+      if (el) el.textContent = "cited by " + cites[turn].join("; ");
     });
     function activate(item) {
       items.forEach(function (i) { i.classList.toggle("active", i === item); });
