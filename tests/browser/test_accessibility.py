@@ -293,7 +293,11 @@ def site_visits() -> list[Visit]:
 
 def _review_visits(study: Study, users: dict[str, Any]) -> list[tuple[str, str, str]]:
     """Return the drill-down list, a review page and the failure-modes page of the demo study (issue 27)."""
-    from reports.review.codes import failure_category_create, failure_code_add, failure_codes_categorise
+    from reports.review.codes import (
+        failure_category_create,
+        failure_code_add,
+        failure_codes_categorise,
+    )
     from reports.selectors import judge_runs_for_study
 
     demo_run = judge_runs_for_study(study).order_by("pk").first()
