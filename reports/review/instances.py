@@ -205,7 +205,7 @@ def matches(instance: Instance, query: ListQuery, groups: list[list[str]], score
         return False
     if query.item and instance.item != query.item:
         return False
-    if query.chatbot and instance.chatbot != query.chatbot:
+    if query.chatbot and instance.chatbot not in (query.chatbot, query.versus or query.chatbot):
         return False
     if query.persona and instance.persona != query.persona:
         return False
@@ -218,6 +218,10 @@ def matches(instance: Instance, query: ListQuery, groups: list[list[str]], score
     if query.human and instance.consensus != query.human:
         return False
     judge_label = instance.judges.get(query.judge) if query.judge else None
+    if query.missing == "judge" and (instance.consensus is None or judge_label is not None):
+        return False
+    if query.missing == "consensus" and (instance.consensus is not None or judge_label is None):
+        return False
     if query.label and judge_label != query.label:
         return False
     if query.compared and (instance.consensus is None or judge_label is None):

@@ -41,6 +41,9 @@ def judges_links(data: dict[str, Any] | None, *, study_pk: int, run_id: int, na:
             c["matrix"]["links"] = _matrix_links(study_pk, base, str(c["rater"]), c["matrix"])
             c["link"] = _url(study_pk, ListQuery(**{**base.params_dict(), "judge": str(c["rater"]), "compared": True}))
             c["disagree_link"] = _url(study_pk, ListQuery(**{**base.params_dict(), "judge": str(c["rater"]), "disagree": "judge"}))
+            c["judge_missing_link"] = _url(study_pk, ListQuery(**{**base.params_dict(), "judge": str(c["rater"]), "missing": "judge"}))
+            c["no_consensus_link"] = _url(study_pk, ListQuery(**{**base.params_dict(), "judge": str(c["rater"]),
+                                                                  "missing": "consensus"}))
         for key, comps in group.get("per_item", {}).items():
             item_base = ListQuery(run=run_id, na=na, set=part, item=key)
             for c in comps:

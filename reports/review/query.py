@@ -17,6 +17,7 @@ SETS = ("", "dev", "test")
 NA_POLICIES = ("category", "exclude")
 DISAGREE = ("", "judge", "raters")
 FLAGS = ("", "open", "any")
+MISSING = ("", "judge", "consensus")
 MAX_TEXT = 200
 
 
@@ -40,8 +41,10 @@ class ListQuery:
     alt: bool = False  # instances of the alt-test's per-rater test: judge, rater and another rater labelled
     compared: bool = False  # a consensus and a label of the judge
     disagree: str = ""
+    missing: str = ""  # "judge": a consensus the judge did not label; "consensus": a judge label without consensus
     provenance: str = ""
     chatbot: str = ""
+    versus: str = ""  # a second chatbot: the conversations of both (a leaderboard pair)
     persona: str = ""
     flag: str = ""
     code: int | None = None  # a failure category
@@ -63,12 +66,12 @@ class ListQuery:
                 if not raw.isdigit() or len(raw) > 9:
                     raise QueryError(f"{name} must be a whole number, not {raw[:40]!r}")
                 values[name] = int(raw)
-        for name in ("item", "judge", "label", "human", "rater", "provenance", "chatbot", "persona", "coded", "about"):
+        for name in ("item", "judge", "label", "human", "rater", "provenance", "chatbot", "versus", "persona", "coded", "about"):
             raw = (get(name) or "").strip()
             if len(raw) > MAX_TEXT:
                 raise QueryError(f"{name} is longer than {MAX_TEXT} characters")
             values[name] = raw
-        for name, allowed in (("na", ("", *NA_POLICIES)), ("set", SETS), ("disagree", DISAGREE), ("flag", FLAGS)):
+        for name, allowed in (("na", ("", *NA_POLICIES)), ("set", SETS), ("disagree", DISAGREE), ("flag", FLAGS), ("missing", MISSING)):
             raw = (get(name) or "").strip()
             if raw not in allowed:
                 raise QueryError(f"{name} must be one of {', '.join(a for a in allowed if a)}, not {raw[:40]!r}")
@@ -76,7 +79,7 @@ class ListQuery:
         for name in ("alt", "compared", "calibration", "scored", "with_consensus"):
             values[name] = (get(name) or "") in ("1", "true", "yes")
         query = cls(**values)
-        if (query.label or query.compared or query.alt) and not query.judge:
+        if (query.label or query.compared or query.alt or query.missing) and not query.judge:
             raise QueryError("a judge's label, 'compared' or the alt-test instances need a judge (judge=...)")
         if query.judge and query.run is None:
             raise QueryError("a judge's labels need the judge run (run=...)")

@@ -87,7 +87,11 @@ def describe(query: ListQuery, found: InstanceList) -> list[str]:
     if query.calibration:
         words.append("calibration conversations included")
     if query.chatbot:
-        words.append(f"chatbot {query.chatbot}")
+        words.append(f"chatbot {query.chatbot}" + (f" or {query.versus}" if query.versus else ""))
+    if query.missing == "judge":
+        words.append(f"a consensus that {query.judge} did not label")
+    if query.missing == "consensus":
+        words.append(f"labelled by {query.judge} without a human consensus")
     if query.persona:
         words.append(f"persona {query.persona}")
     if query.flag:

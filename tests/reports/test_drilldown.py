@@ -26,7 +26,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def known(db):  # type: ignore[no-untyped-def]
-    return build_verdict_study(n_conversations=32, prefix="dd")
+    """Judges of known quality, with a few failed judge labels and a few items left unresolved."""
+    built = build_verdict_study(n_conversations=32, prefix="dd")
+    failed = JudgeLabel.objects.filter(result__run=built.run, result__judge__name="coin-flip").order_by("pk")[:7]
+    JudgeLabel.objects.filter(pk__in=[x.pk for x in failed]).update(status="missing", label="", missing_reason="timed out")
+    unresolved = ConsensusLabel.objects.filter(study=built.study).exclude(item_key__startswith="section:").order_by("-pk")[:5]
+    ConsensusLabel.objects.filter(pk__in=[x.pk for x in unresolved]).update(label="", provenance="unresolved")
+    return built
 
 
 def _listed(study, url: str):  # type: ignore[no-untyped-def]
@@ -40,7 +46,7 @@ def _linked_payload(study, run, na: str) -> dict:  # type: ignore[no-untyped-def
 
 
 @pytest.mark.parametrize("na", ["category", "exclude"])
-def test_each_confusion_cell_lists_exactly_the_instances_it_counts(known, na):
+def test_each_confusion_cell_and_missing_count_lists_exactly_the_instances_it_counts(known, na):
     data = _linked_payload(known.study, known.run, na)
     checked = 0
     for group in data["groups"]:
@@ -58,6 +64,12 @@ def test_each_confusion_cell_lists_exactly_the_instances_it_counts(known, na):
                     checked += 1
             assert total == m["n"] == c["n"]
             assert len(_listed(known.study, c["link"]).instances) == c["n"]
+    assert sum(c["n_rater_missing"] for g in data["groups"] for c in g["vs_consensus"]) >= 7
+    assert sum(c["n_reference_missing"] for g in data["groups"] for c in g["vs_consensus"]) >= 5
+    for group in data["groups"]:
+        for c in group["vs_consensus"]:
+            assert len(_listed(known.study, c["judge_missing_link"]).instances) == c["n_rater_missing"]
+            assert len(_listed(known.study, c["no_consensus_link"]).instances) == c["n_reference_missing"]
     assert checked > 50
 
 
@@ -271,3 +283,13 @@ def test_each_scorecard_row_lists_its_conversations(rated):
         assert len(found.conversation_codes) == row["n_conversations"]
     html = client_for(rated.coordinator).get(f"/reports/studies/{study.pk}/scorecard/").content.decode()
     assert "scored=1" in html and "with_consensus=1" in html
+
+
+def test_each_leaderboard_pair_links_the_conversations_of_both_chatbots(rated):
+    study = rated.study
+    html = client_for(rated.coordinator).get(f"/reports/studies/{study.pk}/leaderboard/").content.decode()
+    assert "versus=" in html
+    card = services.study_scorecard(study=study)
+    a, b = card["by_chatbot"][0], card["by_chatbot"][1]
+    both = study_instances(study, ListQuery(chatbot=a["chatbot"], versus=b["chatbot"], scored=True, with_consensus=True))
+    assert len(both.conversation_codes) == a["n_conversations"] + b["n_conversations"]
