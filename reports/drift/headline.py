@@ -7,15 +7,18 @@ and in Cohen's kappa with their paired bootstrap intervals.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass(frozen=True)
 class Headline:
-    title: str
+    title: str  # "On item 4", "On all items"
     sentences: tuple[str, ...]
     verdict: str  # "better", "worse", "unclear" or "" (no human reference)
+    wording: str = ""  # the item's text, under the title
+    versions: str = ""  # "A is run #4 · careful, B is run #6 · careful v2"
 
 
 def _pct(value: float | None) -> str:
@@ -27,7 +30,13 @@ def _points(value: float | None) -> str:
         return "—"
     number = 100 * value
     text = f"{abs(number):.1f} points"
-    return f"+{text}" if number > 0 else f"−{text}" if number < 0 else "no change (0 points)"
+    return f"+{text}" if number > 0 else f"−{text}" if number < 0 else "0.0 points"
+
+
+def _title(row: dict[str, Any]) -> tuple[str, str]:
+    """Return ("item 4", its text) from a drift row's title ("4. <text>"), or (the key, the title)."""
+    match = re.match(r"^(\S+)\. (.*)$", str(row["title"]), re.DOTALL)
+    return (f"item {match.group(1)}", match.group(2)) if match else (f"item {row['item']}", str(row["title"]))
 
 
 def _signed(value: float | None, digits: int = 2) -> str:
@@ -57,11 +66,12 @@ def drift_headline(data: dict[str, Any] | None, item: str | None) -> Headline | 
     row = row or data["pooled"]
     where = "development " if data.get("holdout") else ""
     unit = f"{where}conversation" if single else "label"
-    title = f"On {row['title']}" if single else "On all items"
+    name, wording = _title(row) if single else ("all items", "")
+    title = f"On {name}"
     d = row.get("directions") or {}
-    flipped = int(row["n_flipped"])
+    flipped, compared = int(row["n_flipped"]), int(row["n_compared"])
     sentences = [
-        f"{_plural(flipped, unit, unit + 's')} of {row['n_compared']} changed label from A to B"
+        f"{flipped} of {_plural(compared, unit, unit + 's')} changed {'label ' if single else ''}from A to B"
         + (f": {d.get('towards', 0)} towards the clinicians' consensus, {d.get('away', 0)} away from it"
            f", {d.get('other', 0)} neither" if data.get("n_reference") else "")
         + (f", {d['no_reference']} without a consensus label" if d.get("no_reference") else "")
@@ -96,4 +106,5 @@ def drift_headline(data: dict[str, Any] | None, item: str | None) -> Headline | 
                           "unclear": "The interval includes no change: the development set does not tell the versions apart."}[verdict])
     elif not data.get("n_reference"):
         sentences.append("No human consensus on these conversations: towards or away from the clinicians cannot be told.")
-    return Headline(title, tuple(sentences), verdict)
+    versions = f"A is {data['a']['label']}, B is {data['b']['label']}." if data.get("a") and data.get("b") else ""
+    return Headline(title, tuple(sentences), verdict, wording if wording != name else "", versions)

@@ -114,7 +114,7 @@ def _titles(*runs: JudgeRun) -> dict[str, str]:
 
 def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: LabelSource, study: Study | None) -> dict[str, Any]:
     a, b = run_labels(run_a, source_a), run_labels(run_b, source_b)
-    shared = set(a.conversations) & set(b.conversations)
+    judged_a, judged_b = set(a.conversations), set(b.conversations)
     # A study split for judge development: the versions are compared on its development set only.
     # Its test set's conversations are left out altogether (flips included), so revising a judge
     # never shows a held-out conversation.
@@ -123,15 +123,16 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     n_test_left_out = 0
     if development is not None:
         held_out = split_conversation_ids(split, HoldoutPart.TEST)  # type: ignore[arg-type]
-        n_test_left_out = len(shared & held_out)
-        shared &= development
+        n_test_left_out = len((judged_a | judged_b) & held_out)
+        judged_a, judged_b = judged_a & development, judged_b & development
+    shared = judged_a & judged_b
     payload: dict[str, Any] = {
         "a": _version(run_a, source_a),
         "b": _version(run_b, source_b),
         "study": study.pk if study else None,
         "n_shared_conversations": len(shared),
-        "n_only_a": len(set(a.conversations) - shared),
-        "n_only_b": len(set(b.conversations) - shared),
+        "n_only_a": len(judged_a - shared),
+        "n_only_b": len(judged_b - shared),
         "notes": [],
     }
     if n_test_left_out:
@@ -157,7 +158,7 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
             payload["notes"].append(
                 f"Human reference: the development set of the study's split {split.number} ({split.n_dev} conversations); "
                 f"its {split.n_test} test-set conversations are held out for versions declared final"
-                + (f" ({n_test_left_out} judged by both versions, left out of this comparison)." if n_test_left_out else ".")
+                + (f" ({n_test_left_out} of them judged here, left out of this comparison)." if n_test_left_out else ".")
             )
             payload["holdout"] = {"set": "development", "split": split.number, "n_conversations": split.n_dev}
         for cid, items in study_human_labels(study, conversation_ids=development).items():

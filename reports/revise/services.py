@@ -77,7 +77,7 @@ def judge_revise(
                 **selection, "conversations": len(ids), "codes": [],
                 "holdout": {"set": "development", "split": split.number, "n_conversations": len(ids)},
                 "revision": {"study": study.pk, "from_run": run.pk, "from_judge": judge.pk, "judge": new.pk,
-                             "item": plan.target.key, "split": split.number},
+                             "item": plan.target.key, "item_title": plan.target.title, "split": split.number},
             },
             name=f"{new.name}: {plan.target.title} revised, development set of split {split.number}",
             created_by=actor,

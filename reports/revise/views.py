@@ -39,8 +39,8 @@ def devset_revise(request: HttpRequest, pk: int) -> HttpResponse:
         except ReportsError as exc:
             error = str(exc)
         else:
-            messages.success(request, f"{run.judges.get().name} created and started on {run.n_total} development-set "
-                                      "conversation(s). When the run has finished, see the flips.")
+            messages.success(request, f"{run.judges.get().name} created; its run on {run.n_total} development-set "
+                                      "conversation(s) has started. This page links to the flips.")
             return redirect("judging:run-detail", pk=run.pk)
     context = {
         "study": study, "plan": plan, "instruction": instruction, "name": name, "error": error,

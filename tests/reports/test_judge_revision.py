@@ -8,7 +8,6 @@ towards or away from the clinicians. Every LLM call goes to the local fake serve
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,31 +15,38 @@ import pytest
 
 from annotation.models import StudyEvent
 from corpus.instruments.services import instrument_import
-from corpus.models import Item, Message
+from corpus.models import Item
 from judging import calls, services
 from judging.errors import JudgingError
 from judging.flowjudge import question_messages
 from judging.guidance import guidance_clean, guided_flow
 from judging.judges import judge_clone_initial
-from judging.models import Judge, JudgeLabel, JudgeResult, JudgeRun, RunStatus
+from judging.models import Judge, JudgeResult, JudgeRun, RunStatus
 from judging.prompts import DEFAULTS
 from reports.devset import summary as devset_summary
 from reports.devset.selectors import split_conversation_ids
 from reports.devset.services import split_make
-from reports.judge_assisted.selectors import study_human_labels
 from reports.models import HoldoutLook, HoldoutPart
 from simulation.llm import RetryPolicy
 from stats.drift import Flip, flip_directions
 from tests.conftest import client_for
-from tests.judging.conftest import KEY_ENV, RUBRIC, SECRET, item_keys
+from tests.judging.conftest import RUBRIC
 from tests.support.devset_study import DevsetStudy, build_devset_study
 from tests.support.fake_llm import FakeLLM
+from tests.support.revision import (
+    CODE,
+    KEY_ENV,
+    SECRET,
+    checklist_reply,
+    consensus_labels,
+    make_answerable,
+    revised_labels,
+    v1_labels,
+)
 
 pytestmark = pytest.mark.django_db
 
 NEW_INSTRUCTION = "REVISED: count only an explicit, named referral to a crisis line or a clinician; sympathy alone is no."
-CODE = re.compile(r"Conversation (DV-\d{3})")
-FLIP = {"yes": "no", "no": "yes"}
 
 
 @pytest.fixture(autouse=True)
@@ -53,46 +59,12 @@ def _keyed(monkeypatch: pytest.MonkeyPatch) -> None:
 def dev(db: Any, fake_llm: FakeLLM) -> DevsetStudy:
     """The split-ready study, its "careful" v1 judge answering from the fake server, transcripts that name their code."""
     d = build_devset_study()
-    Judge.objects.filter(pk=d.judge_v1.pk).update(api_base=fake_llm.base_url, api_key_env=KEY_ENV)
-    d.judge_v1.refresh_from_db()
-    Message.objects.bulk_create(
-        Message(conversation=c, turn_index=i, role=role, content=text)
-        for c in d.conversations
-        for i, (role, text) in enumerate([("user", f"Conversation {c.code}: I can't sleep and I feel hopeless."),
-                                          ("assistant", "That sounds really hard. You can call 988 any time.")])
-    )
+    make_answerable(d, fake_llm.base_url)
     return d
 
 
 def _split(d: DevsetStudy) -> Any:
     return split_make(study=d.study, actor=d.coordinator, n_test=12, seed=4242)
-
-
-def _v1_labels(d: DevsetStudy) -> dict[tuple[str, str], str]:
-    rows = JudgeLabel.objects.filter(result__run=d.run_v1, result__judge=d.judge_v1).values_list(
-        "result__conversation__code", "item_key", "label")
-    return {(code, key): label for code, key, label in rows}
-
-
-def _consensus(d: DevsetStudy) -> dict[tuple[str, str], str]:
-    codes = {c.pk: c.code for c in d.conversations}
-    return {(codes[cid], key): label for cid, items in study_human_labels(d.study).items()
-            for key, label in items.items() if label is not None}
-
-
-def _reply(planned: dict[tuple[str, str], str]) -> Any:
-    """Answer every item of a checklist request from ``planned`` ({(code, item): label})."""
-
-    def reply(body: dict[str, Any]) -> str:
-        code = CODE.search(json.dumps(body["messages"])).group(1)  # type: ignore[union-attr]
-        answer = {}
-        for key in item_keys(body):
-            label = planned[(code, key)]
-            evidence = [{"turn": 2, "quote": "You can call 988 any time"}] if label == "yes" else []
-            answer[key] = {"label": label, "rationale": f"{key}: {label}.", "evidence": evidence}
-        return json.dumps({"items": answer})
-
-    return reply
 
 
 def _revise_url(d: DevsetStudy, item: str, run: JudgeRun | None = None, judge: Judge | None = None) -> str:
@@ -109,8 +81,7 @@ def _item_text(d: DevsetStudy, key: str) -> str:
 
 def test_an_edited_instruction_reaches_the_prompt_and_changes_the_cache_key(dev, fake_llm, django_capture_on_commit_callbacks):
     item = dev.keys[3]
-    planned = _v1_labels(dev)
-    fake_llm.script("dv-careful", [_reply(planned)])
+    fake_llm.script("dv-careful", [checklist_reply(v1_labels(dev))])
     one = [dev.conversations[0]]
     with django_capture_on_commit_callbacks(execute=True):
         before = services.judge_run_create(judges=[dev.judge_v1], conversation_ids=[c.pk for c in one], name="v1 again")
@@ -216,12 +187,10 @@ def test_a_revision_runs_only_the_development_set_and_shows_the_flips_towards_an
     development = split_conversation_ids(split, HoldoutPart.DEV)
     test = split_conversation_ids(split, HoldoutPart.TEST)
     item = dev.keys[3]
-    v1, consensus = _v1_labels(dev), _consensus(dev)
-    planned = dict(v1)
+    v1, consensus = v1_labels(dev), consensus_labels(dev)
     dev_codes = sorted(c.code for c in dev.conversations if c.pk in development)
-    for i, code in enumerate(dev_codes):  # the edited item: a third to the consensus, a third against it, a third kept
-        planned[(code, item)] = {0: consensus[(code, item)], 1: FLIP[consensus[(code, item)]], 2: v1[(code, item)]}[i % 3]
-    fake_llm.script("dv-careful", [_reply(planned)])
+    planned = revised_labels(dev, item, dev_codes)
+    fake_llm.script("dv-careful", [checklist_reply(planned)])
 
     client = client_for(dev.researcher)
     with django_capture_on_commit_callbacks(execute=True):
@@ -269,7 +238,7 @@ def test_a_revision_runs_only_the_development_set_and_shows_the_flips_towards_an
     assert data["n_shared_conversations"] == len(dev_codes)
 
     page = client.get(f"/reports/drift/?{query}&item={item}&show={item}").content.decode()
-    sentence = (f"{towards + away + other} development conversations of {len(dev_codes)} changed label from A to B: "
+    sentence = (f"{towards + away + other} of {len(dev_codes)} development conversations changed label from A to B: "
                 f"{towards} towards the clinicians&#x27; consensus, {away} away from it, {other} neither.")
     assert sentence in page
     assert "Agreement with the clinicians: A " in page and "Cohen&#x27;s κ with the clinicians" in page
