@@ -48,6 +48,15 @@ def test_revise_an_item_run_the_development_set_and_read_the_flips(page, fake_ll
     prefix = f"rv{width}"
     dev = build_devset_study(prefix=prefix)
     make_answerable(dev, fake_llm.base_url)
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, dev.researcher.username, PASSWORD)
+    query = urlencode({"run": dev.run_v1.pk, "judge": dev.judge_v1.pk, "item": dev.keys[3]})
+    page.goto(f"/reports/studies/{dev.study.pk}/development/revise/?{query}")  # before the split: refused, with the way out
+    expect(page.locator(".revise-refused")).to_contain_text("no development set yet")
+    assert page.locator("textarea#instruction").count() == 0
+    _fits(page, width)
+    _shot(page, f"revise-{width}-no-split")
+
     split = split_make(study=dev.study, actor=dev.coordinator, n_test=12, seed=4242)
     development = split_conversation_ids(split, HoldoutPart.DEV)
     test_codes = {c.code for c in dev.conversations if c.pk in split_conversation_ids(split, HoldoutPart.TEST)}
@@ -55,9 +64,6 @@ def test_revise_an_item_run_the_development_set_and_read_the_flips(page, fake_ll
     planned = revised_labels(dev, item, [c.code for c in dev.conversations if c.pk in development])
     fake_llm.script(f"{prefix}-careful", [checklist_reply(planned)])
 
-    page.set_viewport_size({"width": width, "height": height})
-    log_in(page, dev.researcher.username, PASSWORD)
-    query = urlencode({"run": dev.run_v1.pk, "judge": dev.judge_v1.pk, "item": item})
     page.goto(f"/reports/studies/{dev.study.pk}/development/revise/?{query}")
     expect(page.locator("h1")).to_contain_text("Revise a judge")
     expect(page.locator("#name")).to_have_value(f"{prefix}-careful v2")
