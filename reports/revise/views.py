@@ -24,7 +24,7 @@ def devset_revise(request: HttpRequest, pk: int) -> HttpResponse:
     plan = selectors.revise_plan(study, request.GET.get("run"), request.GET.get("judge"), request.GET.get("item"))
     instruction = plan.current
     name = plan.default_name
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
         instruction = request.POST.get("instruction", "")
         name = request.POST.get("name", "").strip() or plan.default_name
@@ -37,7 +37,7 @@ def devset_revise(request: HttpRequest, pk: int) -> HttpResponse:
             run = services.judge_revise(study=study, run=plan.run, judge=plan.judge, item_key=plan.target.key,
                                         instruction=instruction, name=name, actor=request.user)
         except ReportsError as exc:
-            error = str(exc)
+            error, status = str(exc), exc.status
         else:
             messages.success(request, f"{run.judges.get().name} created; its run on {run.n_total} development-set "
                                       "conversation(s) has started. This page links to the flips.")
@@ -46,5 +46,4 @@ def devset_revise(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study, "plan": plan, "instruction": instruction, "name": name, "error": error,
         "revisions": [(r, selectors.flips_url(r)) for r in plan.revisions],
     }
-    status = 200 if not error else (409 if plan.split is None else 400)
     return render(request, "reports/devset_revise.html", context, status=status)

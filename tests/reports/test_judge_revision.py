@@ -281,3 +281,20 @@ def test_flip_directions_equal_a_hand_count_on_a_written_case():
     assert (q4.n_flipped, q4.towards, q4.away, q4.other, q4.no_reference, q4.net) == (5, 2, 1, 1, 1, 1)
     assert (pooled.n_flipped, pooled.towards, pooled.away, pooled.other, pooled.no_reference) == (6, 2, 1, 2, 1)
 
+
+
+def test_a_revision_whose_selection_would_touch_the_test_set_is_refused_and_nothing_is_created(dev, monkeypatch):
+    split = _split(dev)
+    test = split_conversation_ids(split, HoldoutPart.TEST)
+    leaky = next(iter(test))
+    real = split_conversation_ids
+
+    def leaking(s, part):  # type: ignore[no-untyped-def]
+        found = real(s, part)
+        return found | {leaky} if part == HoldoutPart.DEV else found  # a development set that holds a test conversation
+
+    monkeypatch.setattr("reports.revise.services.split_conversation_ids", leaking)
+    judges, runs = Judge.objects.count(), JudgeRun.objects.count()
+    response = client_for(dev.researcher).post(_revise_url(dev, dev.keys[3]), {"instruction": NEW_INSTRUCTION, "name": "leaky"})
+    assert response.status_code == 409 and "would include test-set conversations" in response.content.decode()
+    assert (Judge.objects.count(), JudgeRun.objects.count()) == (judges, runs)
