@@ -488,7 +488,8 @@ def paired_kappa_difference(
     The interval is the percentile bootstrap over ``units`` (conversations, each kept whole with
     both versions' rows: paired), each resample's kappas computed from resampled sums of
     per-conversation counts. A resample where either kappa is undefined (one category only) is
-    left out and counted in the interval. No row: every figure None.
+    left out and counted in the interval. No row: every figure None; one category only (Pe = 1):
+    that kappa None. Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13.
     """
     if not len(reference) == len(labels_a) == len(labels_b) == len(units):
         raise StatsInputError("reference, labels_a, labels_b and units must have the same length")
