@@ -282,6 +282,8 @@ ITEM_HEADER = [
     "item", "n_compared", "n_same", "n_flipped", "agreement_between_versions", "kappa_between_versions",
     "n_only_a", "n_only_b", "human_agreement_a", "human_agreement_b", "difference_b_minus_a", "ci_low", "ci_high",
     "kappa_with_humans_a", "kappa_with_humans_b", "n_conversations", "n_pairs", "n_a_better", "n_b_better",
+    "kappa_difference_b_minus_a", "kappa_ci_low", "kappa_ci_high", "flips_towards_humans", "flips_away_from_humans",
+    "flips_neither", "flips_without_consensus",
 ]
 
 
@@ -304,12 +306,15 @@ def item_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
     out = []
     for row in [*payload.get("items", []), *([payload["pooled"]] if payload.get("pooled") else [])]:
         h = row.get("humans") or {}
+        d = row.get("directions") or {}
         ci = h.get("interval") or {}
         out.append([
             row["item"] if row["item"] is not None else "pooled", row["n_compared"], row["n_same"], row["n_flipped"],
             row["agreement"], row["kappa"], row["n_only_a"], row["n_only_b"], h.get("agreement_a"), h.get("agreement_b"),
             h.get("difference"), ci.get("low"), ci.get("high"), h.get("kappa_a"), h.get("kappa_b"),
             h.get("n_units"), h.get("n_rows"), h.get("n_a_better"), h.get("n_b_better"),
+            h.get("kappa_difference"), (h.get("kappa_interval") or {}).get("low"), (h.get("kappa_interval") or {}).get("high"),
+            d.get("towards"), d.get("away"), d.get("other"), d.get("no_reference"),
         ])
     return out
 

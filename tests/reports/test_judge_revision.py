@@ -7,6 +7,8 @@ towards or away from the clinicians. Every LLM call goes to the local fake serve
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 from urllib.parse import urlencode
@@ -298,3 +300,18 @@ def test_a_revision_whose_selection_would_touch_the_test_set_is_refused_and_noth
     response = client_for(dev.researcher).post(_revise_url(dev, dev.keys[3]), {"instruction": NEW_INSTRUCTION, "name": "leaky"})
     assert response.status_code == 409 and "would include test-set conversations" in response.content.decode()
     assert (Judge.objects.count(), JudgeRun.objects.count()) == (judges, runs)
+
+
+def test_the_items_csv_carries_the_kappa_change_and_the_flip_directions(dev):
+    _split(dev)
+    query = (f"a_run={dev.run_v1.pk}&a_source=judge:{dev.judge_v1.pk}&b_run={dev.run_v2.pk}"
+             f"&b_source=judge:{dev.judge_v2.pk}&study={dev.study.pk}")
+    client = client_for(dev.researcher)
+    data = client.get(f"/api/v1/reports/drift/?{query}").json()
+    rows = {r["item"]: r for r in csv.DictReader(io.StringIO(client.get(f"/reports/drift/items.csv?{query}").content.decode()))}
+    pooled = rows["pooled"]
+    d = data["pooled"]["directions"]
+    assert (int(pooled["flips_towards_humans"]), int(pooled["flips_away_from_humans"])) == (d["towards"], d["away"])
+    assert float(pooled["kappa_difference_b_minus_a"]) == pytest.approx(data["pooled"]["humans"]["kappa_difference"])
+    # "careful" v2 copies the clinicians' majority: every flip from v1 moves towards them.
+    assert d["towards"] == data["pooled"]["n_flipped"] > 0 and d["away"] == 0
