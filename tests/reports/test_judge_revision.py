@@ -261,6 +261,7 @@ def test_the_drift_page_leaves_out_test_set_conversations_when_the_study_is_spli
     data = client.get(f"/api/v1/reports/drift/?{query}").json()
     assert data["n_shared_conversations"] == 24 and data["n_test_left_out"] == 12
     assert data["flips"] and not {f["conversation"] for f in data["flips"]} & test_codes
+    assert "its test-set conversations (12 judged by a version) were left out" in json.dumps(data["methods"])
     page = client.get(f"/reports/drift/?{query}").content.decode()
     assert not any(code in page for code in test_codes)
 
