@@ -25,6 +25,7 @@ from reports.errors import ReportsError
 from reports.models import HoldoutPart
 from reports.revise.selectors import revise_plan
 
+NAME_MAX = Judge._meta.get_field("name").max_length or 120
 NO_SPLIT = ("The study has no development and test sets yet: split it first (judge development page), so the new "
             "version is run on the development set and the test set stays locked. Nothing was created.")
 
@@ -68,6 +69,8 @@ def judge_revise(
         raise ReportsError(f"The development set of split {split.number} has no conversation to judge. Nothing was created.")
     initial = judge_clone_initial(judge)
     initial["name"] = (name or "").strip() or initial["name"]
+    if len(initial["name"]) > NAME_MAX:
+        raise ReportsError(f"The new version's name is longer than {NAME_MAX} characters. Nothing was created.")
     initial["item_guidance"] = {**(judge.item_guidance or {}), plan.target.key: instruction}
     try:
         new = judging.judge_create(**initial, created_by=actor, cloned_from=judge)
@@ -79,7 +82,7 @@ def judge_revise(
                 "revision": {"study": study.pk, "from_run": run.pk, "from_judge": judge.pk, "judge": new.pk,
                              "item": plan.target.key, "item_title": plan.target.title, "split": split.number},
             },
-            name=f"{new.name}: {plan.target.title} revised, development set of split {split.number}",
+            name=f"{new.name}: {plan.target.title} revised, development set of split {split.number}"[:200],
             created_by=actor,
         )
     except JudgingError as exc:
