@@ -16,6 +16,7 @@ from judging import selectors, services
 from judging.errors import JudgingError
 from judging.exports import FORMATS, export_csv
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
+from judging.guidance import guidance_rows
 from judging.judges import judge_clone_initial
 from judging.launch import RunCounts, judges_preflight, run_counts, run_retry_preflight
 from judging.models import JudgeMode, JudgeRun
@@ -67,6 +68,7 @@ def judge_clone(request: HttpRequest, pk: int) -> HttpResponse:
     original = selectors.judge_get(request.user, pk=pk)
     initial = judge_clone_initial(original)
     initial["params"] = json.dumps(initial["params"] or {})
+    initial["item_guidance"] = json.dumps(initial["item_guidance"] or {}, ensure_ascii=False, indent=1)
     form = JudgeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -87,7 +89,7 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request, "judging/judge_detail.html",
         {"judge": judge, "can_manage": selectors.can_manage_judging(request.user),
-         "versions": judge_previous_version_runs(judge)},
+         "versions": judge_previous_version_runs(judge), "guidance": guidance_rows(judge)},
     )
 
 

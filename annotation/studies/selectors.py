@@ -389,6 +389,7 @@ ACTIONS = {
     "holdout_split": "Split into development and test sets",
     "final_declared": "Judge version declared final",
     "test_set_evaluated": "Test set evaluated",
+    "judge_revised": "Judge revised and run on the development set",
 }
 
 

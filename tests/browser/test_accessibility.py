@@ -7,7 +7,9 @@ nobody adds here fails the coverage check.
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,14 +21,16 @@ from annotation.consensus.services import study_compute_consensus
 from annotation.management.commands.seed_demo import DEMO_USERS
 from annotation.models import Assignment, AssignmentStatus, ConsensusProvenance, Study
 from annotation.rating.services import rating_save_answer, rating_submit
-from annotation.studies.services import study_assign, study_create
+from annotation.studies.services import study_add_member, study_assign, study_create
 from corpus.models import Conversation, Instrument, PersonaSet
 from judging.services import judge_create, judge_run_create
+from reports.devset.services import split_make
 from simulation.models import SimulationBatch
 from simulation.prompts import prompt_templates_ensure_builtin
 from tests.annotation.rater_setup import answer_everything, flow_instrument
 from tests.browser.conftest import check_a11y
 from tests.support.active_study import active_study
+from tests.support.devset_study import build_devset_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -280,6 +284,7 @@ def site_visits() -> list[Visit]:
     else:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
     visits += _active_visits(users_by_name())
+    visits += _revise_visits(users_by_name())
     disputed = states.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
     assert disputed is not None, "the two submitted ratings of the states study should leave an item to adjudicate"
     adjudication = reverse("annotation:study-adjudication", args=[states.pk])
@@ -330,6 +335,24 @@ def _active_visits(users: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def _revise_visits(users: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return the revise-a-judge page of a split study, as a researcher of it (issue 27)."""
+    dev = build_devset_study(prefix="axrv")
+    study_add_member(study=dev.study, user=users["researcher"], role="researcher", actor=dev.coordinator)
+    split_make(study=dev.study, actor=dev.coordinator, n_test=12, seed=4242)
+    query = urlencode({"run": dev.run_v1.pk, "judge": dev.judge_v1.pk, "item": dev.keys[3]})
+    return [("reports:devset-revise", "researcher", reverse("reports:devset-revise", args=[dev.study.pk]) + f"?{query}")]
+
+
+def only_pages(visits: list[Visit]) -> list[Visit]:
+    """Return the visits of the URL patterns named in EVALSITE_PAGES (comma-separated), or all of them.
+
+    For checking one page while working on it; the coverage check still sees every visit.
+    """
+    wanted = {name.strip() for name in os.environ.get("EVALSITE_PAGES", "").split(",") if name.strip()}
+    return [v for v in visits if v.name in wanted] if wanted else visits
+
+
 def uncovered(visits: list[Visit]) -> list[str]:
     """Return the URL pattern names that no visit covers and NOT_PAGES does not excuse."""
     return sorted(page_names() - {v.name for v in visits} - set(NOT_PAGES))
@@ -352,7 +375,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
 
     failures: list[str] = []
     who = None
-    for visit in visits:
+    for visit in only_pages(visits):
         name, user = visit.name, visit.user
         if user != who:
             if user:
