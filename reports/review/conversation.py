@@ -65,6 +65,7 @@ class JudgeAnswer:
     votes: dict[str, Any] = field(default_factory=dict)
     provenance: str = ""
     agrees: bool | None = None  # with the consensus (None: nothing to compare)
+    judge_id: int | None = None
 
     @property
     def turns(self) -> list[int]:
@@ -184,7 +185,7 @@ def conversation_review(
         for label in labels:
             judged[label.item_key].append(JudgeAnswer(
                 label.result.judge.name, _norm(items.get(label.item_key), label.label) if label.label else None,
-                label.rationale, list(label.evidence or []), label.missing_reason,
+                label.rationale, list(label.evidence or []), label.missing_reason, judge_id=label.result.judge_id,
             ))
         for e in EnsembleLabel.objects.filter(run=run, conversation=conversation):
             judged[e.item_key].append(JudgeAnswer(ENSEMBLE, _norm(items.get(e.item_key), e.label) if e.label else None,

@@ -8,8 +8,12 @@ ratings and consensus labels, as the reliability and consensus pages read them.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.db.models import Count, Max
 
 from annotation.consensus.services import consensus_labels_of
 from annotation.models import ConsensusLabel, ConversationFlag, FlagStatus, Study
@@ -104,22 +108,61 @@ def _normalise(labels: dict[str, ItemLabels], item: str, label: str, na: str) ->
     return clean
 
 
-def study_instances(study: Study, query: ListQuery) -> InstanceList:
-    """Return the instances of ``query`` in the study, in conversation-code then form order.
+@dataclass(frozen=True)
+class _Base:
+    """Every instance of a study under one judge run, N/A policy and scope, before any filter."""
 
-    Locked conversations (``reports.review.scope``) are counted in ``n_locked`` and never listed.
-    """
-    scope = review_scope(study, query.set)
-    na = selectors.reliability_na(study, query.na or None) if query.run is None else (query.na or "category")
-    codes = _study_conversations(study, scope, calibration=query.run is None and query.calibration)
+    instances: tuple[Instance, ...]
+    items: dict[str, ItemLabels]
+    judges: list[str]
+
+
+# The unfiltered instances of the few studies being read now, by what they were read from: a list,
+# its CSV and the review page's previous / next read the same base without reading it again. A
+# changed rating, consensus label, judge label or study composition changes the version (a new key).
+_BASES: OrderedDict[tuple[Any, ...], _Base] = OrderedDict()
+_BASES_LOCK = threading.Lock()
+BASES_KEPT = 4
+
+
+def _version(study: Study, run_id: int | None, read_ids: set[int]) -> str:
+    """Return a fingerprint of everything the base reads (a few aggregate queries)."""
+    from judging.models import EnsembleLabel, JudgeLabel
+
+    parts = [str(study.created_at), str(study.instrument_id), str(study.section_id), selectors.study_data_version(study),
+             str(len(read_ids)), str(hash(frozenset(read_ids)))]
+    if run_id is not None:
+        labels = JudgeLabel.objects.filter(result__run_id=run_id).aggregate(n=Count("id"), last=Max("result__finished_at"))
+        ensemble = EnsembleLabel.objects.filter(run_id=run_id).aggregate(n=Count("id"))
+        parts += [str(labels), str(ensemble)]
+    return "|".join(parts)
+
+
+def _base(study: Study, run_id: int | None, na: str, codes: dict[str, int]) -> _Base:
+    read_ids = set(codes.values())
+    key = (study.pk, run_id, na, _version(study, run_id, read_ids))
+    with _BASES_LOCK:
+        found = _BASES.get(key)
+        if found is not None:
+            _BASES.move_to_end(key)
+            return found
+    base = _read_base(study, run_id, na, codes)
+    with _BASES_LOCK:
+        _BASES[key] = base
+        while len(_BASES) > BASES_KEPT:
+            _BASES.popitem(last=False)
+    return base
+
+
+def _read_base(study: Study, run_id: int | None, na: str, codes: dict[str, int]) -> _Base:
     read_ids = set(codes.values())
     consensus_rows = ConsensusLabel.objects.filter(study=study, conversation_id__in=read_ids).values_list(
         "conversation__code", "item_key", "label", "provenance"
     )
     provenance = {(code, item): p for code, item, _, p in consensus_rows}
     judges: list[str] = []
-    if query.run is not None:
-        inputs = comparison_inputs(study, query.run, na, conversation_ids=read_ids)
+    if run_id is not None:
+        inputs = comparison_inputs(study, run_id, na, conversation_ids=read_ids)
         items = inputs.shared
         raters = inputs.humans
         consensus = inputs.consensus
@@ -148,7 +191,7 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
         keys = {(u, i) for u, _, i, _ in raters if i in items} | {(c, i) for c, i in provenance if i in items}
     keys = {k for k in keys if k[0] in codes}
     by_key: dict[tuple[str, str], Instance] = {}
-    meta = _conversations(set(codes.values()))
+    meta = _conversations(read_ids)
     for code, item in keys:
         cid = codes[code]
         _, chatbot, persona = meta.get(cid, (code, "(unknown)", "(none)"))
@@ -160,20 +203,31 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
     for unit, judge, item, label in machine:
         if (unit, item) in by_key:
             by_key[(unit, item)].judges[judge] = label
+    order = {key: n for n, key in enumerate(items)}
+    instances = tuple(sorted(by_key.values(), key=lambda i: (i.code, order.get(i.item, 0))))
+    return _Base(instances, items, judges)
+
+
+def study_instances(study: Study, query: ListQuery) -> InstanceList:
+    """Return the instances of ``query`` in the study, in conversation-code then form order.
+
+    Locked conversations (``reports.review.scope``) are counted in ``n_locked`` and never listed.
+    The instances returned are the caller's own (failure codes attached); the shared base is
+    never changed.
+    """
+    scope = review_scope(study, query.set)
+    na = selectors.reliability_na(study, query.na or None) if query.run is None else (query.na or "category")
+    codes = _study_conversations(study, scope, calibration=query.run is None and query.calibration)
+    base = _base(study, query.run, na, codes)
+    items, judges = base.items, base.judges
     coded: dict[tuple[int, str], list[tuple[str, int | None, str]]] = defaultdict(list)
-    for cid, item, text, category, judge in FailureCode.objects.filter(study=study, conversation_id__in=read_ids).values_list(
+    for cid, item, text, category, judge in FailureCode.objects.filter(study=study, conversation_id__in=codes.values()).values_list(
         "conversation_id", "item_key", "text", "category_id", "judge"
     ):
+        if query.about and (judge or "(raters)") != query.about:
+            continue
         coded[(cid, item)].append((text, category, judge))
-    for instance in by_key.values():
-        for text, category, judge in coded.get((instance.conversation_id, instance.item), []):
-            if query.about and (judge or "(raters)") != query.about:
-                continue
-            instance.codes.append(text)
-            if category is not None:
-                instance.categories.add(category)
     groups = label_groups(items, set(items))
-    order = {key: n for n, key in enumerate(items)}
     if query.group is not None and query.group >= len(groups):
         return InstanceList(study, query, scope, na, [], items, groups, judges, 0, f"there is no item group {query.group}")
     if query.item and query.item not in items:
@@ -182,13 +236,17 @@ def study_instances(study: Study, query: ListQuery) -> InstanceList:
         return InstanceList(study, query, scope, na, [], items, groups, judges, 0,
                             f"judge {query.judge!r} has no labels on this study's conversations in run {query.run}")
     scored = frozenset(k for k, v in items.items() if v.scale in SCORED_SCALES)
-    chosen = [i for i in by_key.values() if matches(i, query, groups, scored)]
-    chosen.sort(key=lambda i: (i.code, order.get(i.item, 0)))
-    listed = [i for i in chosen if scope.allows(i.conversation_id)]
     flagged = _flagged(study, query.flag) if query.flag else None
-    if flagged is not None:
-        listed = [i for i in listed if i.conversation_id in flagged]
-        chosen = [i for i in chosen if i.conversation_id in flagged]
+    chosen: list[Instance] = []
+    for shared in base.instances:
+        if flagged is not None and shared.conversation_id not in flagged:
+            continue
+        entries = coded.get((shared.conversation_id, shared.item))
+        instance = replace(shared, codes=[t for t, _, _ in entries], categories={c for _, c, _ in entries if c is not None}) \
+            if entries else shared
+        if matches(instance, query, groups, scored):
+            chosen.append(instance)
+    listed = [i for i in chosen if scope.allows(i.conversation_id)]
     return InstanceList(study, query, scope, na, listed, items, groups, judges, len(chosen) - len(listed))
 
 

@@ -20,6 +20,7 @@ from core.permissions import roles_required
 from core.roles import Role
 from corpus.models import Conversation
 from judging.models import JudgeRun
+from judging.selectors import can_manage_judging
 from reports import selectors
 from reports.errors import ReportsError
 from reports.models import FailureCategory
@@ -197,6 +198,7 @@ def review(request: HttpRequest, pk: int, code: str) -> HttpResponse:
         "codebook": [e.text for e in coding.codebook(study)],
         "categories": coding.categories_of(study),
         "scope": scope,
+        "can_revise": can_manage_judging(request.user),
         "citations": json.dumps({str(k): v for k, v in data.turn_citations.items()}),
     }
     return render(request, "reports/review.html", context)

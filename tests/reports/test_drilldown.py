@@ -170,6 +170,8 @@ def test_the_review_page_shows_raters_as_letters_and_names_only_to_a_coordinator
     study_add_member(study=known.study, user=researcher, role="researcher", actor=known.coordinator)
     as_researcher = client_for(researcher).get(url + "&names=1").content.decode()
     assert not any(r.username in as_researcher for r in known.raters)
+    assert f"/reports/studies/{known.study.pk}/development/revise/?run={known.run.pk}&amp;judge=" in as_researcher
+    assert "/development/revise/" not in html  # coordinators read judges but do not manage them
 
 
 def test_previous_and_next_follow_the_list_it_was_opened_from(known):
@@ -293,3 +295,20 @@ def test_each_leaderboard_pair_links_the_conversations_of_both_chatbots(rated):
     a, b = card["by_chatbot"][0], card["by_chatbot"][1]
     both = study_instances(study, ListQuery(chatbot=a["chatbot"], versus=b["chatbot"], scored=True, with_consensus=True))
     assert len(both.conversation_codes) == a["n_conversations"] + b["n_conversations"]
+
+
+def test_a_changed_consensus_or_judge_label_changes_the_list_at_once(known):
+    query = ListQuery(run=known.run.pk, judge="majority", disagree="judge")
+    before = len(study_instances(known.study, query).instances)
+    label = ConsensusLabel.objects.filter(study=known.study, item_key="amhart_01").exclude(label="").first()
+    label.label = "no" if label.label == "yes" else "yes"
+    label.save()
+    assert len(study_instances(known.study, query).instances) == before + 1
+    JudgeLabel.objects.filter(result__run=known.run, result__judge__name="majority",
+                              result__conversation=label.conversation, item_key="amhart_01").update(label=label.label)
+    from django.utils import timezone
+
+    from judging.models import JudgeResult
+
+    JudgeResult.objects.filter(run=known.run).update(finished_at=timezone.now())  # a re-run stores new labels
+    assert len(study_instances(known.study, query).instances) == before
