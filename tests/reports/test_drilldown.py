@@ -312,3 +312,22 @@ def test_a_changed_consensus_or_judge_label_changes_the_list_at_once(known):
 
     JudgeResult.objects.filter(run=known.run).update(finished_at=timezone.now())  # a re-run stores new labels
     assert len(study_instances(known.study, query).instances) == before
+
+
+def test_on_a_study_drawn_by_a_sampling_plan_every_cell_still_lists_what_it_counts(coordinator, clinician):
+    from tests.support.judged import oversampled_study
+
+    built = oversampled_study(coordinator, clinician)
+    study, run = built["study"], built["run"]
+    data = _linked_payload(study, run, "category")
+    n = 0
+    for group in data["groups"]:
+        for c in [*group["vs_consensus"], *[c for comps in group["per_item"].values() for c in comps]]:
+            m = c["matrix"]
+            for r in range(len(m["labels"])):
+                for k in range(len(m["labels"])):
+                    assert len(_listed(study, m["links"][r][k]).instances) == m["counts"][r][k]
+                    n += m["counts"][r][k]
+    assert n > 0
+    drawn = {c.code for c in built["picked"]}
+    assert {i.code for i in study_instances(study, ListQuery(run=run.pk)).instances} <= drawn
