@@ -11,10 +11,11 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.locks import withheld_note
 from core.permissions import role_required
 from judging import selectors, services
 from judging.errors import JudgingError
-from judging.exports import FORMATS, export_csv
+from judging.exports import FORMATS, export_csv, withheld_count
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
 from judging.guidance import guidance_rows
 from judging.judges import judge_clone_initial
@@ -260,6 +261,9 @@ def run_export(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse
     suffix = "" if run.is_finished else "-INCOMPLETE"
     response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}{suffix}.csv"'
     response["X-Evalsite-Complete"] = "true" if run.is_finished else "false"
+    withheld = withheld_count(JudgeRun.objects.filter(pk=run.pk))
+    if withheld:
+        response["X-Evalsite-Withheld"] = withheld_note(withheld)
     return response
 
 

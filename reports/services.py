@@ -216,9 +216,17 @@ def study_export_zip(*, study: Study) -> bytes:
 def write_study_export(archive: Any, *, study: Study) -> None:
     """Write the study zip's files into an open ``zipfile.ZipFile`` (the study zip, and the publication bundle's core)."""
     from core.csvstream import csv_text
+    from core.locks import locked_conversation_ids, withheld_note
+    from corpus.models import Conversation
     from judging.exports import export_csv
 
+    locked = locked_conversation_ids(study_id=study.pk)
+    locked_codes = set(Conversation.objects.filter(pk__in=locked).values_list("code", flat=True)) if locked else set()
+
     def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+        # Row-level labels of a locked test set stay in the app (issue 30); figures are the pages' own.
+        if locked_codes and header and header[0] in ("unit", "conversation"):
+            rows = [r for r in rows if not r or r[0] not in locked_codes]
         archive.writestr(name, csv_text(header, rows))
 
     write(
@@ -258,7 +266,10 @@ def write_study_export(archive: Any, *, study: Study) -> None:
         f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
         "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
         "failure_codes.csv: researchers' codes of disagreements (open coding) with their failure category (axial coding).\n"
-        f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
+        + (f"Locked test set: {withheld_note(len(locked_codes))} The row-level files (ratings, consensus, judge labels, "
+           "reliability inputs, failure codes) leave them out; reliability.csv and the scores are the pages' figures.\n"
+           if locked_codes else "")
+        + f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
         f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
         + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
                   for name, _, command in inputs)

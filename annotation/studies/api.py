@@ -243,7 +243,8 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         """List the consensus labels (or, with ?queue=true, the adjudication queue)."""
         study = self.get_object()
         queue = request.query_params.get("queue", "").lower() in ("1", "true", "yes")
-        qs = consensus_reads.adjudication_queue(study) if queue else consensus_reads.consensus_entries(study)
+        # The queue is the coordinators' work (test-set items included); the list is an export: a locked test set is withheld.
+        qs = consensus_reads.adjudication_queue(study) if queue else consensus_reads.consensus_exportable(study)
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(ConsensusLabelSerializer(page, many=True).data)
 

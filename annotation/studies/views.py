@@ -49,6 +49,7 @@ from annotation.studies.services import (
     study_remove_rater,
 )
 from core.csvstream import csv_response
+from core.locks import locked_conversation_ids, withheld_note
 from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
@@ -365,6 +366,7 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
         "page": table.paginate(rows),
         "summary": summary,
         "n_queue": summary.queue,
+        "withheld": withheld_note(n) if (n := len(locked_conversation_ids(study_id=study.pk))) else "",
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
 
@@ -381,7 +383,11 @@ def study_consensus_compute(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def study_consensus_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
-    return _csv(f"study-{study.pk}-consensus.csv", *consensus_reads.consensus_csv_rows(study))
+    response = _csv(f"study-{study.pk}-consensus.csv", *consensus_reads.consensus_csv_rows(study))
+    withheld = len(locked_conversation_ids(study_id=study.pk))
+    if withheld:
+        response["X-Evalsite-Withheld"] = withheld_note(withheld)
+    return response
 
 
 def _queue_context(request: HttpRequest, study: Any, conversation_id: int | None, **extra: Any) -> dict[str, Any]:

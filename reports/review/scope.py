@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from annotation.models import Study
 from reports.devset.selectors import split_conversation_ids, split_current
-from reports.models import HoldoutLook, HoldoutPart, ReportStatus
+from reports.models import HoldoutLook, HoldoutMember, HoldoutPart, HoldoutSplit, ReportStatus
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,21 @@ def review_scope(study: Study, part: str) -> Scope:
     return Scope(None, test, split.number,
                  f"The {len(test)} conversations of the locked test set (split {split.number}) are not listed until a "
                  "version declared final is evaluated on it.")
+
+
+def locked_test_sets(study_id: int | None) -> frozenset[int]:
+    """Return the conversations of every current test set not looked at yet (of one study, or all).
+
+    Registered with ``core.locks`` so the lower layers' exports withhold them too.
+    """
+    splits = HoldoutSplit.objects.all() if study_id is None else HoldoutSplit.objects.filter(study_id=study_id)
+    current: dict[int, tuple[int, int]] = {}
+    for pk, study, number in splits.values_list("pk", "study_id", "number"):
+        if study not in current or number > current[study][1]:
+            current[study] = (pk, number)
+    split_ids = [pk for pk, _ in current.values()]
+    looked = set(HoldoutLook.objects.filter(split_id__in=split_ids, status=ReportStatus.READY).values_list("split_id", flat=True))
+    locked = [pk for pk in split_ids if pk not in looked]
+    if not locked:
+        return frozenset()
+    return frozenset(HoldoutMember.objects.filter(split_id__in=locked, part=HoldoutPart.TEST).values_list("conversation_id", flat=True))
