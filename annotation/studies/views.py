@@ -67,8 +67,10 @@ def _csv(filename: str, header: list[str], rows: Iterable[list[Any]]) -> HttpRes
 
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
-    studies = reads.coordinator_study_list(request.user)
-    return render(request, "annotation/coordinator/study_list.html", {"studies": studies})
+    # Researchers read their studies here too (the study pages' "Studies" breadcrumb leads here): issue 28.
+    studies = reads.coordinator_study_list(request.user, write=False)
+    return render(request, "annotation/coordinator/study_list.html",
+                  {"studies": studies, "can_create": reads.can_create_studies(request.user)})
 
 
 def study_new(request: HttpRequest) -> HttpResponse:
