@@ -109,12 +109,29 @@ def test_outsiders_raters_and_other_coordinators_get_404_on_every_other_coordina
     assert set(assigned.events.values_list("action", flat=True)) == {"study_created", "assigned"}
 
 
-@pytest.mark.parametrize("name", ["annotation:study-list", "annotation:study-create", "annotation:study-selection-preview"])
-def test_only_coordinators_and_admins_open_the_study_list_and_form(outsider, clinician, researcher, coordinator, admin_user, name):
+@pytest.mark.parametrize("name", ["annotation:study-create", "annotation:study-selection-preview"])
+def test_only_coordinators_and_admins_open_the_study_form(outsider, clinician, researcher, coordinator, admin_user, name):
     for user in (outsider, clinician, researcher):
         assert client_for(user).get(reverse(name)).status_code == 404
     for user in (coordinator, admin_user):
         assert client_for(user).get(reverse(name)).status_code == 200
+
+
+def test_researchers_read_the_study_list_of_their_own_studies_without_the_create_buttons(
+    outsider, clinician, researcher, coordinator, admin_user, study
+):
+    for user in (outsider, clinician):
+        assert client_for(user).get(reverse("annotation:study-list")).status_code == 404
+    page = client_for(researcher).get(reverse("annotation:study-list"))
+    assert page.status_code == 200 and study.name not in page.content.decode()  # not a member
+    assert "New study" not in page.content.decode()
+    from annotation.studies.services import study_add_member
+
+    study_add_member(study=study, user=researcher, role="researcher", actor=coordinator)
+    assert study.name in client_for(researcher).get(reverse("annotation:study-list")).content.decode()
+    for user in (coordinator, admin_user):
+        page = client_for(user).get(reverse("annotation:study-list"))
+        assert page.status_code == 200 and "New study" in page.content.decode()
 
 
 @pytest.mark.parametrize("name", STUDY_PAGES)
