@@ -469,3 +469,20 @@ def study_list_for_rater(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Stu
     return Study.objects.filter(
         memberships__user=user, memberships__role=MemberRole.RATER, memberships__active=True
     ).distinct()
+
+
+def study_rater_letters(study: Study) -> dict[str, str]:
+    """Return each rater's pseudonym in the study ("Rater A"...), by rater name, in order of joining.
+
+    The same letter for the same rater on every page of the study (adjudication, the review page);
+    in-app raters first (as they joined), then external raters (as imported).
+    """
+    names = list(StudyMembership.objects.filter(study=study, role=MemberRole.RATER).order_by("added_at", "pk")
+                 .values_list("user__username", flat=True))
+    names += list(study.external_raters.order_by("pk").values_list("label", flat=True))
+    return {name: f"Rater {_letters(n)}" for n, name in enumerate(dict.fromkeys(names))}
+
+
+def _letters(n: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[n] if n < 26 else _letters(n // 26 - 1) + letters[n % 26]

@@ -8,7 +8,6 @@ the view). A conversation of the locked test set is refused (``reports.review.sc
 
 from __future__ import annotations
 
-import string
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,13 +15,11 @@ from typing import Any
 from annotation.models import (
     AssignmentStatus,
     ConsensusLabel,
-    ExternalRater,
-    MemberRole,
     Rating,
     RatingStatus,
     Study,
-    StudyMembership,
 )
+from annotation.studies.selectors import study_rater_letters
 from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from corpus.models import Conversation, InstrumentKind
 from judging.ensemble import ensemble_kind
@@ -32,19 +29,8 @@ from reports.review.instances import ENSEMBLE
 
 
 def rater_letters(study: Study) -> dict[str, str]:
-    """Return each rater's pseudonym in the study ("Rater A"...) by rater name, in order of joining."""
-    users = StudyMembership.objects.filter(study=study, role=MemberRole.RATER).order_by("added_at", "pk")
-    names = [m.user.get_username() for m in users.select_related("user")]
-    names += list(ExternalRater.objects.filter(study=study).order_by("pk").values_list("label", flat=True))
-    out: dict[str, str] = {}
-    for n, name in enumerate(dict.fromkeys(names)):
-        out[name] = f"Rater {_letters(n)}"
-    return out
-
-
-def _letters(n: int) -> str:
-    letters = string.ascii_uppercase
-    return letters[n] if n < 26 else _letters(n // 26 - 1) + letters[n % 26]
+    """Return each rater's pseudonym in the study ("Rater A"...): the letters adjudication uses too."""
+    return study_rater_letters(study)
 
 
 @dataclass
