@@ -23,12 +23,13 @@ from django.http import Http404
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    EvidenceMode,
     MemberRole,
     Rating,
     RatingStatus,
     StudyMembership,
 )
-from annotation.rating.services import calibration_feedback
+from annotation.rating.services import FORM_EVIDENCE, PARTS, calibration_feedback
 from corpus.instruments.flow import Flow, FlowError, remaining, walk
 from corpus.models import InstrumentKind, Item, Message, Scale
 
@@ -201,9 +202,13 @@ def assignment_withdrawn_for_rater(user: AbstractBaseUser | AnonymousUser, assig
 
 @dataclass(frozen=True)
 class BlindedMessage:
-    turn: int  # 1-based position among the user and chatbot messages
+    turn: int  # 1-based position among the user and chatbot messages (what the rater reads)
     role: str  # "user" or "assistant"
     content: str
+    # The number evidence cites it by: its 1-based position among all the conversation's
+    # messages by turn_index (the judges' numbering). Equal to ``turn`` unless the
+    # conversation has system messages, which raters never see.
+    evidence_turn: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,12 +222,10 @@ class BlindedConversation:
 
 def conversation_get_blinded(assignment: Assignment) -> BlindedConversation:
     """Return the blinded view of an assignment's conversation (one query)."""
-    rows = (
-        Message.objects.filter(conversation_id=assignment.conversation_id, role__in=SHOWN_ROLES)
-        .order_by("turn_index")
-        .values_list("role", "content")
-    )
-    messages = [BlindedMessage(turn, role, content) for turn, (role, content) in enumerate(rows, start=1)]
+    rows = Message.objects.filter(conversation_id=assignment.conversation_id).order_by("turn_index").values_list("role", "content")
+    # System messages are counted (evidence numbers every message) but never carried.
+    shown = [(number, role, content) for number, (role, content) in enumerate(rows, start=1) if role in SHOWN_ROLES]
+    messages = [BlindedMessage(turn, role, content, number) for turn, (number, role, content) in enumerate(shown, start=1)]
     return BlindedConversation(assignment.conversation.code, assignment.conversation.sensitive, messages)
 
 
@@ -252,6 +255,7 @@ class FormItem:
     value: str = ""
     note: str = ""
     state: str = ""  # question flows: "answered", "current" or "off" (not on the path)
+    evidence: list[int] = field(default_factory=list)  # cited turns (evidence numbering)
 
     @property
     def dom_id(self) -> str:
@@ -287,8 +291,12 @@ def _form_item(item: Item, part: str, answers: dict[str, dict]) -> FormItem:
         part=part, key=item.key, number=item.number, domain=item.domain, text=item.text, scale=item.scale,
         choices=_choices(item), help=item.help or {}, applicability=item.applicability,
         examples=item.examples, required=item.required, value=str(entry.get("value", "")),
-        note=str(entry.get("note", "")),
+        note=str(entry.get("note", "")), evidence=_turns(entry.get("evidence")),
     )
+
+
+def _turns(raw: Any) -> list[int]:
+    return sorted({t for t in raw if isinstance(t, int) and not isinstance(t, bool)}) if isinstance(raw, list) else []
 
 
 @dataclass(frozen=True)
@@ -379,6 +387,25 @@ class RatingPage:
     @property
     def is_submitted(self) -> bool:
         return self.rating_status == RatingStatus.SUBMITTED
+
+    @property
+    def evidence_mode(self) -> str:
+        """Return whether the rater cites turns: "off", "per_item" or "whole_form"."""
+        return self.assignment.study.evidence_mode
+
+    @property
+    def evidence_required(self) -> bool:
+        return self.evidence_mode != EvidenceMode.OFF and self.assignment.study.evidence_required
+
+    @property
+    def form_evidence(self) -> list[int]:
+        """Return the turns cited for the whole form."""
+        return _turns(self.answers.get(FORM_EVIDENCE))
+
+    @property
+    def turn_labels(self) -> dict[int, int]:
+        """Return each citable turn's shown number by its evidence number."""
+        return {m.evidence_turn: m.turn for m in self.conversation.messages}
 
     @property
     def is_flow(self) -> bool:
@@ -512,3 +539,54 @@ def _number_after(main: list[FormItem], section: list[FormItem]) -> None:
 def item_label(item: FormItem, value: str) -> str:
     """Return the shown label of a stored value (e.g. "4 · Very realistic" for "4")."""
     return next((c.label for c in item.choices if c.value.casefold() == str(value).casefold()), str(value))
+
+
+FORM_KEY = "__form__"
+
+
+def rating_evidence_by_item(rating: Rating) -> dict[str, list[int]]:
+    """Return the turns a rater cited, per item key, plus ``"__form__"`` for the whole form.
+
+    The storage format (fixed; exports, the bundle and reports rely on it), in ``Rating.answers``:
+
+    - per item: ``answers[part][item_key]["evidence"] = [int, ...]`` beside ``"value"`` and
+      ``"note"``, for ``part`` in ``main`` and ``section``;
+    - question flows (VERA-MH): the same on each answered question,
+      ``answers["main"][question_key]["evidence"]``;
+    - the whole form: ``answers["form_evidence"] = [int, ...]``.
+
+    Every list is sorted, unique, 1-based turn numbers: turn n is the n-th message of the
+    conversation ordered by ``Message.turn_index``, the numbering judges use in
+    ``JudgeLabel.evidence[*]["turn"]`` (``judging.material``). No key: nothing cited.
+
+    Returned keys: checklist item keys (main and section parts; a section key that repeats a
+    main key is merged); for a question flow, its **dimension** keys instead of its question
+    keys, each the union of the evidence of the questions on the rater's path inside that
+    dimension (the dimensions ``rating.derived["labels"]`` labels), and section item keys;
+    ``"__form__"`` for whole-form evidence. Items without evidence are left out.
+    """
+    answers = rating.answers or {}
+    assignment = rating.assignment
+    instrument = assignment.study.instrument
+    out: dict[str, list[int]] = {}
+
+    def add(key: str, turns: list[int]) -> None:
+        if turns:
+            out[key] = sorted(set(out.get(key, [])) | set(turns))
+
+    for part in PARTS:
+        given = answers.get(part, {}) or {}
+        if part == "main" and instrument.kind == InstrumentKind.FLOW:
+            try:
+                flow = Flow.from_dict(instrument.flow or {"questions": []})
+                path = walk(flow, {k: str(v.get("value", "")) for k, v in given.items()}).path
+            except FlowError:
+                continue
+            for step in path:
+                add(flow.question(step.question_id).dimension, _turns(given.get(step.question_id, {}).get("evidence")))
+            continue
+        for key, entry in given.items():
+            if isinstance(entry, dict):
+                add(key, _turns(entry.get("evidence")))
+    add(FORM_KEY, _turns(answers.get(FORM_EVIDENCE)))
+    return out

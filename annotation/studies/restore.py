@@ -46,6 +46,8 @@ SETTINGS: dict[str, type] = {
     "sitting_gap_minutes": int,
     "blinding_lifted": bool,
     "adjudication_unblinded": bool,
+    "evidence_mode": str,
+    "evidence_required": bool,
 }
 
 

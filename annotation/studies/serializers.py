@@ -31,7 +31,8 @@ class StudySerializer(serializers.ModelSerializer):
             "id", "name", "description", "instrument", "section", "raters_per_conversation", "composition",
             "tie_policy", "min_ratings_for_consensus", "alt_test_epsilon", "calibration_required", "selection", "sample_seed",
             "assignment_seed",
-            "blinding_lifted", "is_demo", "created_at", "n_conversations", "raters",
+            "blinding_lifted", "evidence_mode", "evidence_required", "is_demo", "created_at", "n_conversations",
+            "raters",
         ]
 
     @extend_schema_field(RaterMembershipSerializer(many=True))
