@@ -256,6 +256,7 @@ class FormItem:
     note: str = ""
     state: str = ""  # question flows: "answered", "current" or "off" (not on the path)
     evidence: list[int] = field(default_factory=list)  # cited turns (evidence numbering)
+    cited: list[int] = field(default_factory=list)  # the same turns as the rater reads them (shown numbers)
 
     @property
     def dom_id(self) -> str:
@@ -403,9 +404,14 @@ class RatingPage:
         return _turns(self.answers.get(FORM_EVIDENCE))
 
     @property
-    def turn_labels(self) -> dict[int, int]:
-        """Return each citable turn's shown number by its evidence number."""
-        return {m.evidence_turn: m.turn for m in self.conversation.messages}
+    def cites(self) -> bool:
+        """Return whether the form shows the controls that cite turns (a draft of a study that asks)."""
+        return self.evidence_mode != EvidenceMode.OFF and not self.is_submitted
+
+    @property
+    def form_evidence_shown(self) -> list[int]:
+        shown = {m.evidence_turn: m.turn for m in self.conversation.messages}
+        return [shown.get(t, t) for t in self.form_evidence]
 
     @property
     def is_flow(self) -> bool:
@@ -500,6 +506,10 @@ def rating_page(assignment: Assignment) -> RatingPage:
     submitted = rating is not None and rating.status == RatingStatus.SUBMITTED
     revisions = list(rating.revisions.order_by("number").values("number", "created_at", "reason")) if submitted else []
     feedback = calibration_feedback(assignment) if submitted and assignment.is_calibration else []
+    conversation = conversation_get_blinded(assignment)
+    shown = {m.evidence_turn: m.turn for m in conversation.messages}
+    for item in [*main, *section_items]:
+        item.cited = [shown.get(t, t) for t in item.evidence]
     texts = {i.key: i for i in main}
     for row in feedback:
         item = texts.get(row["item_key"])
@@ -508,7 +518,7 @@ def rating_page(assignment: Assignment) -> RatingPage:
         row["yours_label"] = item_label(item, row["yours"]) if item else row["yours"]
     return RatingPage(
         assignment=assignment,
-        conversation=conversation_get_blinded(assignment),
+        conversation=conversation,
         instrument_name=instrument.name,
         instrument_kind=instrument.kind,
         main_items=main,
