@@ -1,0 +1,84 @@
+"""A clinician cites the turns behind an answer: by click on a phone, by key on a laptop.
+
+Screenshots: /tmp/shots/rater-evidence-*.png, each checked with axe-core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotation.models import EvidenceMode, Rating
+from tests.annotation.rater_setup import first_assignment, make_study
+from tests.browser.conftest import check_a11y, log_in
+from tests.browser.test_rating import press, wait_saved
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SHOTS = Path("/tmp/shots")
+
+
+def shot(page, name: str, *, full_page: bool = True) -> None:  # type: ignore[no-untyped-def]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"rater-evidence-{name}.png"), full_page=full_page)
+    check_a11y(page, name)
+
+
+def chips(page, item: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return page.locator(f"#item-main-{item} .chip-jump").all_inner_texts()
+
+
+def test_a_rater_cites_a_turn_by_click_on_a_phone_and_by_key_on_a_laptop(page, clinician, clinician2):
+    study = make_study([clinician, clinician2], n=1)
+    study.evidence_mode = EvidenceMode.PER_ITEM
+    study.save(update_fields=["evidence_mode"])
+    assignment = first_assignment(study, clinician)
+    log_in(page, clinician.username, PASSWORD)
+
+    # A phone: answer question 1, go to the transcript, tap "Cite" on turn 2.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/ratings/{assignment.pk}/")
+    page.wait_for_selector("#rating-form", state="attached")
+    page.locator(".pane-switch [data-view=questions]").click()
+    page.locator("#item-main-amhart_01 label.choice").first.click()
+    wait_saved(page)
+    page.locator(".pane-switch [data-view=transcript]").click()
+    page.get_by_role("button", name="Cite turn 2").click()
+    assert "Turn 2 cited for question 1" in page.locator("#cite-target").inner_text()
+    assert page.get_by_role("button", name="Cite turn 2").get_attribute("aria-pressed") == "true"
+    wait_saved(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "390-transcript")
+    page.locator(".pane-switch [data-view=questions]").click()
+    assert chips(page, "amhart_01") == ["turn 2"]
+    page.evaluate("document.getElementById('item-main-amhart_01').scrollIntoView({block: 'center'})")
+    shot(page, "390-questions", full_page=False)
+    # Saved in the conversation's numbering: a system message (never shown) comes first.
+    assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_01"] == {"value": "yes", "evidence": [3]}
+
+    # A laptop, after a reload: the chip is still there; answer question 2, then ] ] ] c.
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.reload()
+    page.wait_for_selector("#rating-form")
+    assert chips(page, "amhart_01") == ["turn 2"]
+    page.locator("#item-main-amhart_02").focus()
+    press(page, "y", "]", "]", "]", "c")
+    assert chips(page, "amhart_02") == ["turn 3"]
+    assert page.evaluate("document.activeElement.id") == "turn-3"
+    press(page, "]", "c")  # a second turn for the same question
+    assert chips(page, "amhart_02") == ["turn 3", "turn 4"]
+    wait_saved(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "1366", full_page=False)
+    assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_02"] == {"value": "yes", "evidence": [4, 5]}
+
+    page.reload()
+    page.wait_for_selector("#rating-form")
+    assert chips(page, "amhart_02") == ["turn 3", "turn 4"]
+    page.locator("#item-main-amhart_02 .chip-jump", has_text="turn 4").click()  # a chip jumps to its turn
+    assert page.evaluate("document.activeElement.id") == "turn-4"
+    page.get_by_role("button", name="Remove turn 3").click()
+    assert chips(page, "amhart_02") == ["turn 4"]
+    wait_saved(page)
+    assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_02"]["evidence"] == [5]
