@@ -573,7 +573,9 @@ def rating_evidence_by_item(rating: Rating) -> dict[str, list[int]]:
     main key is merged); for a question flow, its **dimension** keys instead of its question
     keys, each the union of the evidence of the questions on the rater's path inside that
     dimension (the dimensions ``rating.derived["labels"]`` labels), and section item keys;
-    ``"__form__"`` for whole-form evidence. Items without evidence are left out.
+    ``"__form__"`` for whole-form evidence. Items without evidence are left out. A flow rating
+    imported from a bundle has dimension labels but no questions: its evidence is kept per
+    dimension in ``rating.derived["evidence"]`` (``{dimension: [int, ...]}``) and read from there.
     """
     answers = rating.answers or {}
     assignment = rating.assignment
@@ -594,6 +596,11 @@ def rating_evidence_by_item(rating: Rating) -> dict[str, list[int]]:
                 continue
             for step in path:
                 add(flow.question(step.question_id).dimension, _turns(given.get(step.question_id, {}).get("evidence")))
+            # A flow rating imported with its dimension labels only (no questions): its evidence per dimension.
+            imported = (rating.derived or {}).get("evidence")
+            if not path and isinstance(imported, dict):
+                for dimension, turns in imported.items():
+                    add(str(dimension), _turns(turns))
             continue
         for key, entry in given.items():
             if isinstance(entry, dict):

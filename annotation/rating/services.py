@@ -124,7 +124,7 @@ def rating_save_answer(
     assignment_id: int,
     user: AbstractBaseUser,
     part: str,
-    item_key: str,
+    item_key: str = "",
     value: Any = None,
     note: str | None = None,
     evidence: Sequence[int] | None = None,
