@@ -72,10 +72,17 @@ def test_only_the_studys_coordinators_set_the_evidence_mode(clinician, coordinat
     assert study.evidence_mode == "off"
 
 
-def test_the_study_api_shows_the_evidence_setting(clinician, coordinator):
+def test_the_study_api_shows_and_sets_the_evidence_setting(clinician, coordinator, researcher, outsider):
     study = _study([clinician], coordinator, mode=EvidenceMode.WHOLE_FORM, required=True)
     body = client_for(coordinator).get(f"/api/v1/studies/{study.pk}/").json()
     assert body["evidence_mode"] == "whole_form" and body["evidence_required"] is True
+    url = f"/api/v1/studies/{study.pk}/evidence/"
+    for user in (clinician, researcher, outsider):
+        assert _post(user, url, {"evidence_mode": "off"})[0] in (403, 404), user
+    status, body = _post(coordinator, url, {"evidence_mode": "per_item"})
+    assert status == 200 and body["evidence_mode"] == "per_item" and body["evidence_required"] is False
+    assert _post(coordinator, url, {"evidence_mode": "always"})[0] == 400
+    assert StudyEvent.objects.filter(study=study, action="evidence_set").count() == 1
 
 
 # ------------------------------------------------------------------------------ autosave

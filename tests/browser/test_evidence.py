@@ -82,3 +82,25 @@ def test_a_rater_cites_a_turn_by_click_on_a_phone_and_by_key_on_a_laptop(page, c
     assert chips(page, "amhart_02") == ["turn 4"]
     wait_saved(page)
     assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_02"]["evidence"] == [5]
+
+
+def test_a_rater_cites_turns_for_the_whole_form_and_they_stay_after_a_reload(page, clinician, clinician2):
+    study = make_study([clinician, clinician2], n=1)
+    study.evidence_mode, study.evidence_required = EvidenceMode.WHOLE_FORM, True
+    study.save(update_fields=["evidence_mode", "evidence_required"])
+    assignment = first_assignment(study, clinician)
+    log_in(page, clinician.username, PASSWORD)
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/ratings/{assignment.pk}/")
+    page.wait_for_selector("#rating-form")
+    assert page.locator("#item-main-amhart_01 .evidence").count() == 0  # no per-item chips in this mode
+    page.get_by_role("button", name="Cite turn 4").click()
+    assert "Turn 4 cited for the whole form" in page.locator("#cite-target").inner_text()
+    assert page.locator("#form-evidence .chip-jump").all_inner_texts() == ["turn 4"]
+    wait_saved(page)
+    shot(page, "whole-form-1366", full_page=False)
+    assert Rating.objects.get(assignment=assignment).answers["form_evidence"] == [5]
+    page.reload()
+    page.wait_for_selector("#rating-form")
+    assert page.locator("#form-evidence .chip-jump").all_inner_texts() == ["turn 4"]
+    assert page.get_by_role("button", name="Cite turn 4").get_attribute("aria-pressed") == "true"
