@@ -37,11 +37,14 @@ SHORTCUTS: list[tuple[str, str]] = [
     ("Esc", "leave a text box"),
     ("Ctrl + Enter", "submit the rating"),
 ]
-# Studies that ask raters to cite the turns behind their answers (evidence) add these.
-EVIDENCE_SHORTCUTS: list[tuple[str, str]] = [
-    ("[ / ]", "previous / next turn of the transcript"),
-    ("c", "cite the turn you are on (again: remove it) for the current question, or the whole form"),
-]
+# Studies that ask raters to cite the turns behind their answers (evidence) add these, by mode.
+EVIDENCE_SHORTCUTS: dict[str, list[tuple[str, str]]] = {
+    mode: [
+        ("[ / ]", "previous / next turn of the transcript"),
+        ("c", f"cite the turn you are on for {what} (press again to remove it)"),
+    ]
+    for mode, what in (("per_item", "the current question"), ("whole_form", "the whole rating"))
+}
 
 
 def _warning_seen(request: HttpRequest, assignment_id: int) -> bool:
@@ -54,7 +57,7 @@ def _render_rating(
     page = rater_selectors.rating_page(assignment)
     context: dict[str, Any] = {
         "page": page,
-        "shortcuts": SHORTCUTS + (EVIDENCE_SHORTCUTS if page.cites else []),
+        "shortcuts": SHORTCUTS + (EVIDENCE_SHORTCUTS.get(page.evidence_mode, []) if page.cites else []),
         "sitting": sitting_of(
             page.queue.submitted_times, limit=assignment.study.sitting_limit, gap_minutes=assignment.study.sitting_gap_minutes
         ),

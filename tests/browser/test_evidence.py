@@ -104,3 +104,36 @@ def test_a_rater_cites_turns_for_the_whole_form_and_they_stay_after_a_reload(pag
     page.wait_for_selector("#rating-form")
     assert page.locator("#form-evidence .chip-jump").all_inner_texts() == ["turn 4"]
     assert page.get_by_role("button", name="Cite turn 4").get_attribute("aria-pressed") == "true"
+
+
+def test_the_rating_page_with_cite_controls_fits_every_window_and_passes_axe_in_a_flow(page, clinician, clinician2):
+    """The layout check of test_layout.py, on a guided flow with cited turns (per item) and the section's chips."""
+    from annotation.rating.services import rating_save_answer
+    from tests.annotation.rater_setup import flow_instrument
+    from tests.browser.test_accessibility import Visit
+    from tests.browser.test_layout import _check_page
+
+    study = make_study([clinician, clinician2], n=1, instrument=flow_instrument())
+    study.evidence_mode = EvidenceMode.PER_ITEM
+    study.save(update_fields=["evidence_mode"])
+    assignment = first_assignment(study, clinician)
+    rating_save_answer(assignment_id=assignment.pk, user=clinician, part="main", item_key="1", value="Yes", evidence=[2, 5])
+    rating_save_answer(assignment_id=assignment.pk, user=clinician, part="section", item_key="realism_user", value="4", evidence=[3])
+    log_in(page, clinician.username, PASSWORD)
+    page.set_viewport_size({"width": 390, "height": 844})
+    path = f"/ratings/{assignment.pk}/"
+    page.goto(path)
+    page.wait_for_selector("#rating-form", state="attached")
+    assert page.locator("#item-main-1 .chip-jump").all_inner_texts() == ["turn 1", "turn 4"]
+    assert page.locator("#item-section-realism_user .chip-jump").all_inner_texts() == ["turn 2"]
+    problems = _check_page(page, Visit("annotation:rate", "clinician", path, "guided flow with cited turns"))
+    assert problems == []
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.locator("#item-main-2").focus()  # the current question: cite for it from the keyboard
+    press(page, "]", "c")
+    assert page.locator("#item-main-2 .chip-jump").all_inner_texts() == ["turn 1"]
+    page.locator("#item-main-2 label.choice").nth(1).click()  # "No": the cited turn goes with the answer
+    page.wait_for_function("document.getElementById('save-status').textContent === 'All answers saved'")
+    assert Rating.objects.get(assignment=assignment).answers["main"]["2"] == {"value": "No", "evidence": [2]}
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "flow-1366", full_page=False)
