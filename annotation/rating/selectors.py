@@ -193,7 +193,8 @@ def assignment_withdrawn_for_rater(user: AbstractBaseUser | AnonymousUser, assig
         return None
     rating = Rating.objects.filter(assignment_id=assignment.pk).values_list("answers", "status").first()
     answers, status = rating if rating else ({}, RatingStatus.DRAFT)
-    n_saved = sum(1 for part in (answers or {}).values() for entry in part.values() if entry.get("value"))
+    # Parts are dicts of answers; "form_evidence" (a list of cited turns) is no answer.
+    n_saved = sum(1 for part in (answers or {}).values() if isinstance(part, dict) for entry in part.values() if entry.get("value"))
     return WithdrawnAssignment(
         assignment.pk, assignment.conversation.code, study_title_for_raters(assignment.study), n_saved,
         status == RatingStatus.SUBMITTED,

@@ -157,6 +157,19 @@ def test_whole_form_evidence_is_saved_beside_the_answers_and_kept_by_every_later
     assert rating_evidence_by_item(rating) == {"__form__": [2, 5]}
 
 
+def test_a_withdrawn_conversation_with_whole_form_evidence_still_counts_its_saved_answers(clinician):
+    study = _study([clinician], mode=EvidenceMode.WHOLE_FORM)
+    assignment = first_assignment(study, clinician)
+    rating_save_answer(assignment_id=assignment.pk, user=clinician, part="main", item_key="amhart_01", value="yes")
+    rating_save_answer(assignment_id=assignment.pk, user=clinician, part="form", evidence=[2])
+    assignment.status = "withdrawn"
+    assignment.save(update_fields=["status"])
+    response = client_for(clinician).get(reverse("annotation:rate", args=[assignment.pk]))
+    assert response.status_code == 410 and "1 answer saved on the server" in response.content.decode()
+    status, _ = _post(clinician, f"{BASE}{assignment.pk}/answers/", {"part": "form", "evidence": [3]})
+    assert status == 410
+
+
 def test_a_revision_keeps_the_cited_turns_in_the_rating_and_its_history(clinician):
     study = _study([clinician])
     assignment = first_assignment(study, clinician)
