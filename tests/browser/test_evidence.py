@@ -137,3 +137,39 @@ def test_the_rating_page_with_cite_controls_fits_every_window_and_passes_axe_in_
     assert Rating.objects.get(assignment=assignment).answers["main"]["2"] == {"value": "No", "evidence": [2]}
     page.evaluate("window.scrollTo(0, 0)")
     shot(page, "flow-1366", full_page=False)
+
+
+def test_a_turn_cited_offline_is_kept_in_the_browser_and_saved_when_the_network_is_back(page, clinician, clinician2):
+    """The cited turns ride the answers' queue: the same offline copy, banner and retry."""
+    study = make_study([clinician, clinician2], n=1)
+    study.evidence_mode = EvidenceMode.PER_ITEM
+    study.save(update_fields=["evidence_mode"])
+    assignment = first_assignment(study, clinician)
+    log_in(page, clinician.username, PASSWORD)
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/ratings/{assignment.pk}/")
+    page.wait_for_selector("#rating-form")
+    page.locator("#item-main-amhart_01 input[value=yes]").check()
+    wait_saved(page)
+    page.context.set_offline(True)
+    page.get_by_role("button", name="Cite turn 3").click()
+    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Not saved yet')")
+    assert "Question 1: yes (cited turns 3)" in page.locator("#save-banner").inner_text()
+    kept = page.evaluate(f"JSON.parse(localStorage.getItem('evalsite:rating:{assignment.pk}')).entries")
+    assert kept["main|amhart_01"]["evidence"] == [4]
+    page.context.set_offline(False)
+    wait_saved(page)
+    assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_01"] == {"value": "yes", "evidence": [4]}
+    # A cited turn this browser kept from an earlier visit is shown again and offered for saving.
+    page.evaluate(
+        "([key, rev]) => localStorage.setItem(key, JSON.stringify({revision: rev, saved: Date.now(), entries: "
+        "{'main|amhart_01': {part: 'main', item_key: 'amhart_01', value: 'yes', evidence: [2, 4]}}}))",
+        [f"evalsite:rating:{assignment.pk}", Rating.objects.get(assignment=assignment).revision],
+    )
+    page.reload()
+    page.wait_for_selector("#rating-form")
+    assert chips(page, "amhart_01") == ["turn 1", "turn 3"]
+    assert "1 earlier answer not saved" in page.locator("#save-status").inner_text()
+    page.locator(".banner-save-restored").click()
+    wait_saved(page)
+    assert Rating.objects.get(assignment=assignment).answers["main"]["amhart_01"]["evidence"] == [2, 4]
