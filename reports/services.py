@@ -199,7 +199,7 @@ jobs.register("judges", version=_judges_version, compute=_compute_judges)
 def study_export_zip(*, study: Study) -> bytes:
     """Return the whole study as a zip of CSV files, ready for R, Stata or Python.
 
-    ratings_long.csv (every submitted answer: unit, rater, part, item, label, note),
+    ratings_long.csv (every submitted answer: unit, rater, part, item, label, note, cited turns),
     consensus.csv (label and provenance per conversation and item), judge_labels_long.csv and
     ensemble.csv (every judge run that labelled the study's conversations), reliability.csv,
     scores_by_*.csv (the scorecard tables), and README.txt describing each file.
@@ -231,7 +231,7 @@ def write_study_export(archive: Any, *, study: Study) -> None:
 
     write(
         "ratings_long.csv",
-        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
+        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds", "evidence_turns"],
         selectors.study_ratings_export_rows(study),
     )
     consensus_header, consensus_rows = consensus_csv_rows(study)
@@ -258,7 +258,10 @@ def write_study_export(archive: Any, *, study: Study) -> None:
         "README.txt",
         f"evalsite export of study {study.pk}: {study.name}\n"
         f"Instrument: {study.instrument} | section: {study.section}\n"
-        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
+        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code). evidence_turns: the "
+        "transcript turns the rater cited for the answer, separated by ';' (turn n = the conversation's n-th message, "
+        "as judges number them; empty: none cited); a question flow's derived rows carry the union of their dimension's "
+        "questions; turns cited for the rating as a whole are one row with part 'form' and item 'evidence'.\n"
         "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
         f"  {summary.total} item labels: "
         + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)

@@ -378,6 +378,7 @@ ACTIONS = {
     "sampling_plan": "Sampling plan drawn",
     "sitting_limit_set": "Break prompt changed",
     "rater_support_set": "Raters' support text changed",
+    "evidence_set": "Evidence from raters (cited turns) changed",
     "adjudication_blinding_set": "Adjudication blinding changed",
     # The coordinator's day (issue 19).
     "reminders_sent": "Reminders sent",

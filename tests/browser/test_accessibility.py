@@ -64,6 +64,7 @@ NOT_PAGES = {
     "reports:judges-epsilon": "POST action (a form on the judges page)", "reports:judges-table-csv": "file download",
     "api-schema": "the OpenAPI schema (YAML) that the API docs page reads",
     "annotation:study-rater-support": "POST action (a form on the study page)",
+    "annotation:study-evidence": "POST action (a form on the study page)",
     "annotation:study-adjudication-blinding": "POST action (a form on the adjudication page)",
     # The coordinator's day and honest counts (issue 19, i19coord).
     "simulation:batch-count": "htmx fragment of the new-batch form (checked within it)",
