@@ -19,6 +19,7 @@ from annotation.models import (
     RatingStatus,
     Study,
 )
+from annotation.rating.selectors import FORM_KEY, rating_evidence_by_item
 from annotation.studies.selectors import study_rater_letters
 from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from corpus.models import Conversation, InstrumentKind
@@ -104,6 +105,7 @@ class ConversationReview:
     items: list[ItemReview]
     raters: list[str]
     turn_citations: dict[int, list[str]]  # turn -> "item: who" lines
+    form_evidence: list[tuple[str, list[int]]] = field(default_factory=list)  # (rater, turns) cited for the whole form
 
 
 def _norm(spec: ItemLabels | None, label: str) -> str:
@@ -132,33 +134,34 @@ def conversation_review(
     ratings = (
         Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, status=RatingStatus.SUBMITTED)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
-        .select_related("assignment__rater", "assignment__external_rater")
+        .select_related("assignment__rater", "assignment__external_rater", "assignment__study__instrument")
         .order_by("pk")
     )
     raters: list[str] = []
+    form_evidence: list[tuple[str, list[int]]] = []
     for rating in ratings:
         name = rating.assignment.rater_name
         who = name if show_names else letters.get(name, "Rater ?")
         raters.append(who)
+        cited = rating_evidence_by_item(rating)  # the one reader of the raters' cited turns (flows: per dimension)
+        if cited.get(FORM_KEY):
+            form_evidence.append((who, cited[FORM_KEY]))
         main = rating.answers.get("main") or {}
         if flow:
             notes: dict[str, list[str]] = defaultdict(list)
-            evidence: dict[str, set[int]] = defaultdict(set)
             for key, entry in main.items():
-                dimension = domains.get(key, key)
                 if str(entry.get("note") or "").strip():
-                    notes[dimension].append(str(entry["note"]).strip())
-                evidence[dimension].update(int(t) for t in entry.get("evidence") or [] if str(t).isdigit())
+                    notes[domains.get(key, key)].append(str(entry["note"]).strip())
             for dimension, label in ((rating.derived or {}).get("labels") or {}).items():
                 answers[str(dimension)].append(RaterAnswer(who, _norm(items.get(str(dimension)), str(label)),
-                                                           " / ".join(notes[str(dimension)]), sorted(evidence[str(dimension)])))
+                                                           " / ".join(notes[str(dimension)]), cited.get(str(dimension), [])))
         entries = [] if flow else list(main.items())
         entries += [(f"section:{k}", v) for k, v in (rating.answers.get("section") or {}).items()]
         for key, entry in entries:
-            if key not in items or not entry.get("value"):
+            if key not in items or not isinstance(entry, dict) or not entry.get("value"):
                 continue
             answers[key].append(RaterAnswer(who, _norm(items[key], str(entry["value"])), str(entry.get("note") or ""),
-                                            sorted({int(t) for t in entry.get("evidence") or [] if str(t).isdigit()})))
+                                            cited.get(key.removeprefix("section:"), [])))
     consensus = {c.item_key: c for c in ConsensusLabel.objects.filter(study=study, conversation=conversation)}
     judged: dict[str, list[JudgeAnswer]] = defaultdict(list)
     if run is not None:
@@ -198,7 +201,11 @@ def conversation_review(
             provenance_labels.get(c.provenance, "") if c else "no consensus computed", dict(c.votes or {}) if c else {},
             c.reason if c else "", judges, codes.get(key, []),
         ))
-    return ConversationReview(study, conversation, run, messages, out, list(dict.fromkeys(raters)), _by_citer(citations))
+    for who, turns in form_evidence:
+        for turn in turns:
+            citations[turn].append(f"whole form: {who}")
+    return ConversationReview(study, conversation, run, messages, out, list(dict.fromkeys(raters)), _by_citer(citations),
+                              form_evidence)
 
 
 def _by_citer(citations: dict[int, list[str]]) -> dict[int, list[str]]:
@@ -209,5 +216,6 @@ def _by_citer(citations: dict[int, list[str]]) -> dict[int, list[str]]:
         for line in lines:
             item, who = line.split(": ", 1)
             items[who].append(item)
-        out[turn] = [f"{who} (item{'s' if len(keys) > 1 else ''} {', '.join(keys)})" for who, keys in items.items()]
+        out[turn] = [f"{who} (whole form)" if keys == ["whole form"] else f"{who} (item{'s' if len(keys) > 1 else ''} {', '.join(keys)})"
+                     for who, keys in items.items()]
     return out

@@ -156,8 +156,14 @@ def test_the_review_page_shows_raters_as_letters_and_names_only_to_a_coordinator
     JudgeLabel.objects.filter(result__run=known.run, result__conversation=conversation, result__judge__name="majority").update(
         evidence=[{"turn": 2, "quote": "crisis line", "verified": True}], rationale="It refers to a crisis line."
     )
+    from annotation.models import Rating
+
+    rating = Rating.objects.filter(assignment__study=known.study, assignment__conversation=conversation).first()
+    rating.answers["main"]["amhart_02"]["evidence"] = [1]
+    rating.save()
     url = f"/reports/studies/{known.study.pk}/review/{conversation.code}/?run={known.run.pk}"
     html = client_for(known.coordinator).get(url).content.decode()
+    assert 'class="turn-link" data-turn="1"' in html  # the clinician's cited turn, beside their answer
     assert "Rater A" in html and not any(r.username in html for r in known.raters)
     assert 'data-turns="2"' in html and 'href="#turn-2"' in html and "It refers to a crisis line." in html
     assert "burden to everyone" in html
