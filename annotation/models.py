@@ -11,6 +11,12 @@ class TiePolicy(models.TextChoices):
     ADJUDICATION = "adjudication", "Ties go to the adjudication queue"
 
 
+class EvidenceMode(models.TextChoices):
+    OFF = "off", "Off: raters do not cite turns"
+    PER_ITEM = "per_item", "Per item: raters cite the turns behind each answer"
+    WHOLE_FORM = "whole_form", "Whole form: raters cite the turns behind the rating as a whole"
+
+
 class Study(models.Model):
     name = models.CharField(max_length=200)
     # Raters never see ``name`` (it often names the chatbots under test): they see this title.
@@ -82,6 +88,16 @@ class Study(models.Model):
     # days (0: only when the coordinator presses "Send reminders"). Raters may opt out.
     reminder_every_days = models.PositiveSmallIntegerField(
         default=0, help_text="Email raters with work left who were neither active nor reminded for this many days (0: never)"
+    )
+    # Evidence from clinicians (issue 27): raters mark the transcript turns that support an answer
+    # (per item) or the rating as a whole; stored in Rating.answers (annotation.rating.selectors
+    # .rating_evidence_by_item documents the format). Optional unless ``evidence_required``.
+    evidence_mode = models.CharField(
+        max_length=20, choices=EvidenceMode.choices, default=EvidenceMode.OFF,
+        help_text="Whether raters cite the transcript turns that support their answers",
+    )
+    evidence_required = models.BooleanField(
+        default=False, help_text="A rating cannot be submitted until its answers (or the form) cite a turn"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(

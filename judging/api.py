@@ -17,9 +17,10 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.locks import withheld_note
 from judging import selectors, services
 from judging.errors import JudgingError
-from judging.exports import FORMATS, export_csv
+from judging.exports import FORMATS, export_csv, withheld_count
 from judging.launch import judges_preflight, run_retry_preflight
 from judging.models import Judge, JudgeRun, PromptTemplate
 from judging.serializers import (
@@ -170,6 +171,9 @@ class JudgeRunViewSet(
             return Response({"detail": f"'as' must be one of {', '.join(FORMATS)}"}, status=400)
         response = StreamingHttpResponse(export_csv(JudgeRun.objects.filter(pk=run.pk), fmt), content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}.csv"'
+        withheld = withheld_count(JudgeRun.objects.filter(pk=run.pk))
+        if withheld:
+            response["X-Evalsite-Withheld"] = withheld_note(withheld)
         return response
 
     @extend_schema(request=None, responses={200: JudgeRunSerializer, 409: OpenApiResponse(description="Already finished")})

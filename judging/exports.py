@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from django.db.models import QuerySet
 
 from core.csvstream import stream_csv
+from core.locks import locked_conversation_ids
 from judging.models import EnsembleLabel, JudgeLabel, JudgeResult, JudgeRun, LabelKind
 
 FORMATS = ("long", "dimensions", "ensemble")
@@ -60,6 +61,7 @@ def _snapshot(run: JudgeRun, judge_id: int) -> dict:
 def _labels(runs: QuerySet[JudgeRun], kinds: list[str]) -> QuerySet[JudgeLabel]:
     return (
         JudgeLabel.objects.filter(result__run__in=runs, kind__in=kinds)
+        .exclude(result__conversation_id__in=locked_conversation_ids())
         .select_related("result__run", "result__conversation")
         .order_by("result__run_id", "result__conversation_id", "result__judge_id", "result__instance", "kind", "position")
     )
@@ -93,6 +95,7 @@ def _path_text(path: list[dict]) -> str:
 def dimension_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
     results = (
         JudgeResult.objects.filter(run__in=runs, run__mode="flow")
+        .exclude(conversation_id__in=locked_conversation_ids())
         .select_related("run", "conversation")
         .order_by("run_id", "conversation_id", "judge_id", "instance")
     )
@@ -122,6 +125,7 @@ def dimension_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
 def ensemble_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
     rows = (
         EnsembleLabel.objects.filter(run__in=runs)
+        .exclude(conversation_id__in=locked_conversation_ids())
         .select_related("conversation")
         .order_by("run_id", "conversation_id", "position")
     )
@@ -129,8 +133,20 @@ def ensemble_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
         yield [e.run_id, e.conversation.code, e.item_key, e.label, e.provenance, json.dumps(e.votes, ensure_ascii=False), e.rule]
 
 
+def withheld_count(runs: QuerySet[JudgeRun]) -> int:
+    """Return how many of the runs' conversations the exports leave out (a locked test set)."""
+    locked = locked_conversation_ids()
+    if not locked:
+        return 0
+    return JudgeResult.objects.filter(run__in=runs, conversation_id__in=locked).values("conversation_id").distinct().count()
+
+
 def export_csv(runs: QuerySet[JudgeRun], fmt: str) -> Iterator[str]:
-    """Yield the CSV text of one export format for the given runs, header first."""
+    """Yield the CSV text of one export format for the given runs, header first.
+
+    Conversations of a locked test set (``core.locks``) are left out: their judge labels leave
+    the app only after a version declared final was evaluated on that test set.
+    """
     if fmt == "long":
         return stream_csv(LONG_COLUMNS, long_rows(runs))
     if fmt == "dimensions":

@@ -54,6 +54,10 @@ class JudgeForm(forms.Form):
     max_concurrent = forms.IntegerField(min_value=0, initial=8, help_text="Calls in flight to this model at once (0: no cap)")
     requests_per_minute = forms.IntegerField(min_value=0, initial=0, help_text="0: no cap")
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    item_guidance = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, initial="{}", label="Edited item instructions (JSON)",
+        help_text='{"item key": "instruction"}: replaces the item\'s definition in this version\'s prompt. Blank or {}: the instrument\'s own wording.',
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -68,7 +72,13 @@ class JudgeForm(forms.Form):
         return cleaned
 
     def clean_params(self) -> dict[str, Any]:
-        text = self.cleaned_data.get("params") or "{}"
+        return self._json_object("params")
+
+    def clean_item_guidance(self) -> dict[str, Any]:
+        return self._json_object("item_guidance")
+
+    def _json_object(self, name: str) -> dict[str, Any]:
+        text = self.cleaned_data.get(name) or "{}"
         try:
             value = json_loads(text)
         except json.JSONDecodeError as exc:

@@ -15,6 +15,7 @@ from core.secrets_policy import api_host_approve, destination_problems
 from corpus.models import Instrument, InstrumentKind
 from judging import prompts
 from judging.errors import JudgingError
+from judging.guidance import guidance_clean
 from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
 from simulation.llm.client import RESERVED_PARAMS
 
@@ -155,12 +156,15 @@ def judge_create(
     max_concurrent: int = 8,
     requests_per_minute: int = 0,
     notes: str = "",
+    item_guidance: dict[str, str] | None = None,
     created_by: AbstractBaseUser | None = None,
     cloned_from: Judge | None = None,
 ) -> Judge:
     """Create a judge for an instrument; the mode follows the instrument's kind.
 
     ``cloned_from``: the judge this one is a new version of (its runs keep the old one).
+    ``item_guidance``: edited item instructions {item key: text} (``judging.guidance``); every
+    key must name an item (a question or dimension of a flow) of the instrument.
     """
     name, model = name.strip(), model.strip()
     if not name or not model:
@@ -192,6 +196,7 @@ def judge_create(
     refused_budget = [problem for found in budget_problems(**budget).values() for problem in found]
     if refused_budget:
         raise JudgingError("; ".join(refused_budget))
+    guidance = guidance_clean(instrument, item_guidance)
     api_host_approve(url=api_base, actor=created_by, note=f"set on judge {name}")
     return Judge.objects.create(
         name=name,
@@ -211,6 +216,7 @@ def judge_create(
         max_concurrent=max_concurrent,
         requests_per_minute=requests_per_minute,
         notes=notes,
+        item_guidance=guidance,
         cloned_from=cloned_from,
         created_by=_user(created_by),
     )
@@ -231,6 +237,7 @@ def judge_clone_initial(judge: Judge) -> dict[str, Any]:
         "retry_base_delay": judge.retry_base_delay, "retry_max_delay": judge.retry_max_delay,
         "max_concurrent": judge.max_concurrent,
         "requests_per_minute": judge.requests_per_minute, "notes": judge.notes,
+        "item_guidance": dict(judge.item_guidance or {}),
     }
 
 
@@ -256,4 +263,5 @@ def judge_snapshot(judge: Judge, *, position: int) -> dict[str, Any]:
         "retry_max_delay": judge.retry_max_delay,
         "max_concurrent": judge.max_concurrent,
         "requests_per_minute": judge.requests_per_minute,
+        "item_guidance": dict(judge.item_guidance or {}),
     }

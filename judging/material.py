@@ -10,6 +10,7 @@ from corpus.instruments.flow import NOT_RELEVANT, Flow
 from corpus.models import Conversation, Instrument, InstrumentKind, Item, Message
 from judging.checklist import ChecklistOutcome, ItemSpec
 from judging.flowjudge import FlowOutcome
+from judging.guidance import guidance_digest, guided_flow, guided_items
 from judging.models import JudgeLabel, JudgeResult, LabelKind, LabelStatus, PromptTemplate
 from judging.prompts import Turn, render_vignette
 
@@ -87,6 +88,34 @@ def instrument_view(instrument_id: int, content_hash: str) -> InstrumentView:
         with _lock:
             _instruments[key] = found
     return found
+
+
+_guided: dict[tuple[int, str], tuple[InstrumentView, InstrumentView]] = {}
+
+
+def guided_view(view: InstrumentView, guidance: dict[str, str] | None) -> InstrumentView:
+    """Return ``view`` as a judge version with edited item instructions sees it (cached per guidance).
+
+    The same object for the same view and guidance, so the checklist prompt compiled from its
+    items is rendered once per run, not once per result.
+    """
+    digest = guidance_digest(guidance)
+    if not digest:
+        return view
+    key = (id(view), digest)
+    with _lock:
+        found = _guided.get(key)
+    if found is not None and found[0] is view:
+        return found[1]
+    guided = InstrumentView(
+        view.name, guided_items(view.items, guidance) if view.flow is None else (),
+        guided_flow(view.flow, guidance) if view.flow is not None else None,
+    )
+    with _lock:
+        if len(_guided) > 256:
+            _guided.clear()
+        _guided[key] = (view, guided)
+    return guided
 
 
 def prompt_get_cached(prompt_id: int, content_hash: str) -> PromptTemplate:

@@ -102,6 +102,11 @@ class Judge(models.Model):
     max_concurrent = models.PositiveIntegerField(default=8, help_text="0: no cap")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0: no cap")
     notes = models.TextField(blank=True)
+    # {item key: instruction}: replaces the item's definition in this version's prompt (a checklist
+    # item, a flow question), or is added to every question of a flow dimension (judging.guidance).
+    item_guidance = models.JSONField(
+        default=dict, blank=True, help_text="Edited item instructions of this version: {item key: text}"
+    )
     # A judge is never edited (runs cite it): a changed setting is a clone, a new version.
     cloned_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"

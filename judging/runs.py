@@ -43,6 +43,7 @@ from judging.material import (
     conversation_materials,
     failure_reason,
     flow_labels,
+    guided_view,
     instrument_view,
     missing_labels,
     prompt_get_cached,
@@ -339,6 +340,8 @@ def _materials(results: list[JudgeResult]) -> list[tuple[Any, Any, Any]]:
         snapshot = run.config["judges"][str(result.judge_id)]
         prompt = prompt_get_cached(snapshot["prompt_id"], snapshot["prompt_hash"])
         view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
+        # The version's edited item instructions (judging.guidance): in the prompt, so in the cache key.
+        view = guided_view(view, snapshot.get("item_guidance"))
         out.append((prompt, view, materials[result.conversation_id]))
     return out
 

@@ -40,6 +40,11 @@ class JudgeSerializer(serializers.ModelSerializer):
     mode = serializers.ChoiceField(choices=JudgeMode.choices, read_only=True)
     reasoning_effort = serializers.ChoiceField(choices=ReasoningEffort.choices, required=False, allow_blank=True)
     params = serializers.DictField(required=False, help_text="Other litellm parameters (never a key)")
+    item_guidance = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False,
+        help_text="Edited item instructions of this version, {item key: text}: each replaces the item's definition "
+        "in the prompt (a flow dimension's text is added to each of its questions)",
+    )
 
     class Meta:
         model = Judge
@@ -65,9 +70,11 @@ class JudgeSerializer(serializers.ModelSerializer):
             "max_concurrent",
             "requests_per_minute",
             "notes",
+            "item_guidance",
+            "cloned_from",
             "created_at",
         ]
-        read_only_fields = ["id", "mode", "created_at"]
+        read_only_fields = ["id", "mode", "cloned_from", "created_at"]
         # A duplicate name is a conflict the service reports (409), not a format error.
         extra_kwargs = {
             "name": {"validators": []},

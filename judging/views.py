@@ -11,11 +11,13 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.locks import withheld_note
 from core.permissions import role_required
 from judging import selectors, services
 from judging.errors import JudgingError
-from judging.exports import FORMATS, export_csv
+from judging.exports import FORMATS, export_csv, withheld_count
 from judging.forms import JudgeForm, JudgeRunForm, PromptForm
+from judging.guidance import guidance_rows
 from judging.judges import judge_clone_initial
 from judging.launch import RunCounts, judges_preflight, run_counts, run_retry_preflight
 from judging.models import JudgeMode, JudgeRun
@@ -67,6 +69,7 @@ def judge_clone(request: HttpRequest, pk: int) -> HttpResponse:
     original = selectors.judge_get(request.user, pk=pk)
     initial = judge_clone_initial(original)
     initial["params"] = json.dumps(initial["params"] or {})
+    initial["item_guidance"] = json.dumps(initial["item_guidance"] or {}, ensure_ascii=False, indent=1)
     form = JudgeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -87,7 +90,7 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request, "judging/judge_detail.html",
         {"judge": judge, "can_manage": selectors.can_manage_judging(request.user),
-         "versions": judge_previous_version_runs(judge)},
+         "versions": judge_previous_version_runs(judge), "guidance": guidance_rows(judge)},
     )
 
 
@@ -258,6 +261,9 @@ def run_export(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse
     suffix = "" if run.is_finished else "-INCOMPLETE"
     response["Content-Disposition"] = f'attachment; filename="judge-run-{run.pk}-{fmt}{suffix}.csv"'
     response["X-Evalsite-Complete"] = "true" if run.is_finished else "false"
+    withheld = withheld_count(JudgeRun.objects.filter(pk=run.pk))
+    if withheld:
+        response["X-Evalsite-Withheld"] = withheld_note(withheld)
     return response
 
 

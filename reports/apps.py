@@ -11,3 +11,9 @@ class ReportsConfig(AppConfig):
         import reports.leaderboard.services  # noqa: F401
         import reports.services  # noqa: F401
         import reports.tasks  # noqa: F401
+
+        # The locked test sets: exports of the lower layers (consensus CSV, judge run CSV) withhold them.
+        from core.locks import register_locked_conversations
+        from reports.review.scope import locked_test_sets
+
+        register_locked_conversations(locked_test_sets)

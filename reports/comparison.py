@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.consensus.services import consensus_labels_of
@@ -59,6 +60,68 @@ def _matrix(comparison: dict[str, Any]) -> dict[str, Any]:
     return {"labels": confusion["labels"], "counts": confusion["counts"], "n": confusion["n"]}
 
 
+@dataclass(frozen=True)
+class ComparisonInputs:
+    """The labels a judges-vs-humans comparison reads, each in its item's spelling.
+
+    ``judges``/``ensemble``: (unit, judge, item, label or None) on the shared items (None: a
+    missing or off-scale label); ``humans``: (unit, rater, item, label); ``consensus``: the
+    human reference per (unit, item) on conversations the run judged. The drill-down lists
+    (``reports.review``) read the same inputs, so a listed instance is exactly a counted one.
+    """
+
+    shared: dict[str, ItemLabels]
+    judged_items: set[str]
+    judge_raw: list[Row]
+    ensemble_raw: list[Row]
+    warnings: list[str]
+    judges: list[Row] = field(default_factory=list)
+    ensemble: list[Row] = field(default_factory=list)
+    humans: list[Row] = field(default_factory=list)
+    consensus: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    off_scale: dict[str, Counter[str]] = field(default_factory=dict)
+
+
+def comparison_inputs(
+    study: Study,
+    run_id: int,
+    na: str,
+    *,
+    conversation_ids: Collection[int] | None = None,
+    only: str | None = None,
+) -> ComparisonInputs:
+    """Return what :func:`compute_judges` compares (see its parameters); nothing else is read."""
+    study_labels = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
+    judge_raw, ensemble_raw, warnings = selectors.judge_rows_for_study(study, run_id, conversation_ids=conversation_ids)
+    if only is not None:
+        judge_raw = [r for r in judge_raw if r[1] == only]
+        ensemble_raw = ensemble_raw if only == "ensemble" else []
+    judged_items = {r[2] for r in [*judge_raw, *ensemble_raw]}
+    shared = {k: v for k, v in study_labels.items() if k in judged_items}
+    inputs = ComparisonInputs(shared, judged_items, judge_raw, ensemble_raw, warnings)
+    if not shared:
+        return inputs
+    judges, off_scale = _judge_rows(judge_raw, shared, na)
+    ensemble, ensemble_off = _judge_rows(ensemble_raw, shared, na)
+    off_scale.update(ensemble_off)
+    judged = {r[0] for r in [*judge_raw, *ensemble_raw]}
+    humans, problems = normalise_rows(selectors.study_ratings_long(study, part="main", conversation_ids=conversation_ids), shared)
+    if na == "exclude":
+        humans = [r for r in humans if not shared[r[2]].is_na(r[3])]
+    consensus: dict[tuple[str, str], str] = {}
+    for (unit, item), label in selectors.study_consensus_map(study, conversation_ids=conversation_ids).items():
+        if item in shared and unit in judged:  # a conversation the run did not judge is not "missing"
+            try:
+                clean = shared[item].normalise(label)
+            except UnknownAnswer:
+                continue
+            if clean is not None and not (na == "exclude" and shared[item].is_na(clean)):
+                consensus[(unit, item)] = clean
+    return ComparisonInputs(shared, judged_items, judge_raw, ensemble_raw, warnings, judges, ensemble, humans,
+                            consensus, problems, dict(off_scale))
+
+
 def compute_judges(
     study: Study,
     run_id: int,
@@ -76,16 +139,12 @@ def compute_judges(
     """
     progress(0.05, "reading judge labels, ratings and consensus")
     study_labels = {k: v for k, v in consensus_labels_of(study).items() if not k.startswith("section:")}
-    judge_raw, ensemble_raw, warnings = selectors.judge_rows_for_study(study, run_id, conversation_ids=conversation_ids)
-    if only is not None:
-        judge_raw = [r for r in judge_raw if r[1] == only]
-        ensemble_raw = ensemble_raw if only == "ensemble" else []
-    judged_items = {r[2] for r in [*judge_raw, *ensemble_raw]}
-    shared = {k: v for k, v in study_labels.items() if k in judged_items}
+    inputs = comparison_inputs(study, run_id, na, conversation_ids=conversation_ids, only=only)
+    judge_raw, ensemble_raw, judged_items, shared = inputs.judge_raw, inputs.ensemble_raw, inputs.judged_items, inputs.shared
     payload: dict[str, Any] = {
         "run": run_id,
         "na_policy": na,
-        "warnings": warnings,
+        "warnings": inputs.warnings,
         "items_compared": list(shared),
         "items_info": {k: {"text": v.text, "number": v.number, "labels": list(v.labels)} for k, v in shared.items()},
         "items_not_judged": [k for k in study_labels if k not in judged_items],
@@ -100,22 +159,8 @@ def compute_judges(
             f"{', '.join(sorted(judged_items)[:5])}{'…' if len(judged_items) > 5 else ''}), so there is nothing to compare."
         )
         return payload
-    judges, off_scale = _judge_rows(judge_raw, shared, na)
-    ensemble, ensemble_off = _judge_rows(ensemble_raw, shared, na)
-    off_scale.update(ensemble_off)
-    judged = {r[0] for r in [*judge_raw, *ensemble_raw]}
-    humans, problems = normalise_rows(selectors.study_ratings_long(study, part="main", conversation_ids=conversation_ids), shared)
-    if na == "exclude":
-        humans = [r for r in humans if not shared[r[2]].is_na(r[3])]
-    consensus: dict[tuple[str, str], str] = {}
-    for (unit, item), label in selectors.study_consensus_map(study, conversation_ids=conversation_ids).items():
-        if item in shared and unit in judged:  # a conversation the run did not judge is not "missing"
-            try:
-                clean = shared[item].normalise(label)
-            except UnknownAnswer:
-                continue
-            if clean is not None and not (na == "exclude" and shared[item].is_na(clean)):
-                consensus[(unit, item)] = clean
+    judges, ensemble, humans, consensus = inputs.judges, inputs.ensemble, inputs.humans, inputs.consensus
+    off_scale = defaultdict(Counter, inputs.off_scale)
     payload.update({
         "n_consensus": len(consensus),
         "n_conversations": len({unit for unit, _ in consensus}),
@@ -123,7 +168,7 @@ def compute_judges(
         "instrument": instrument_facts(study.instrument),
         "consensus_rule": consensus_facts(study),
         "ensemble": ensemble_facts(JudgeRun.objects.get(pk=run_id)),
-        "label_problems": problems[:20],
+        "label_problems": inputs.problems[:20],
         "off_scale": {j: sum(c.values()) for j, c in off_scale.items()},
         "consensus_status": selectors.consensus_status_on(study, list(shared), conversation_ids=conversation_ids),
         "parameters": parameters(study.alt_test_epsilon),

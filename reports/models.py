@@ -184,3 +184,57 @@ class HoldoutLook(models.Model):
 
     def __str__(self) -> str:
         return f"look {self.number} at the test set of split {self.split_id}"
+
+
+# Failure modes (issue 27): open coding of disagreements on the review page (short free-text codes),
+# then axial coding (codes grouped into a few named categories, which can be renamed and merged).
+
+
+class FailureCategory(models.Model):
+    """A named failure mode of a study: several codes grouped under one name (axial coding)."""
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="failure_categories")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["study", "name"]
+        constraints = [models.UniqueConstraint(fields=["study", "name"], name="failure_category_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FailureCode(models.Model):
+    """A researcher's short note of what went wrong on one item of one conversation (open coding).
+
+    ``judge`` names whose label the code is about (a judge's name, "ensemble", or blank for
+    the raters' disagreement); ``run`` the judge run it was read in.
+    """
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="failure_codes")
+    conversation = models.ForeignKey("corpus.Conversation", on_delete=models.PROTECT, related_name="+")
+    item_key = models.CharField(max_length=200)
+    run = models.ForeignKey("judging.JudgeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    judge = models.CharField(max_length=120, blank=True)
+    text = models.CharField(max_length=200)
+    category = models.ForeignKey(FailureCategory, null=True, blank=True, on_delete=models.SET_NULL, related_name="codes")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["study", "conversation", "item_key", "created_at", "id"]
+        indexes = [models.Index(fields=["study", "category"]), models.Index(fields=["study", "conversation"])]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "conversation", "item_key", "judge", "text"], name="failure_code_once"),
+            models.CheckConstraint(condition=~models.Q(text=""), name="failure_code_text_not_blank"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text

@@ -312,17 +312,38 @@ def judge_rows_for_study(
     return judges, ensemble, list(run.warnings or [])
 
 
+def evidence_cell(turns: Collection[int] | None) -> str:
+    """Return cited turns as one CSV cell: "3;5" (empty: none)."""
+    return ";".join(str(t) for t in (turns or []))
+
+
 def study_ratings_export_rows(study: Study) -> list[list]:
+    """Return ratings_long.csv's rows: unit, rater, part, item, label, note, submitted_at, time_spent_seconds, evidence_turns.
+
+    ``evidence_turns``: the turns the rater cited for the answer ("3;5"; turn n is the n-th
+    message of the conversation, as judges number them); a question flow's derived rows carry
+    the union of their dimension's questions. Whole-form evidence is one more row per rating:
+    part ``form``, item ``evidence``, empty label and note.
+    """
+    from annotation.rating.selectors import FORM_KEY, rating_evidence_by_item
+
     rows = []
+    flow = study.instrument.kind == InstrumentKind.FLOW
     for rating in _submitted(study).order_by("assignment__conversation__code", "assignment__rater__username", "assignment__external_rater__label"):
+        rating.assignment.study = study  # one instrument for every rating: no query per rating
         unit = rating.assignment.conversation.code
         rater = rating.assignment.rater_name
+        when = rating.submitted_at.isoformat() if rating.submitted_at else ""
+        spent = rating.assignment.time_spent_seconds
         for part in ("main", "section"):
             for key, entry in (rating.answers.get(part) or {}).items():
-                rows.append([unit, rater, part, key, entry.get("value", ""), entry.get("note", ""),
-                             rating.submitted_at.isoformat() if rating.submitted_at else "", rating.assignment.time_spent_seconds])
+                rows.append([unit, rater, part, key, entry.get("value", ""), entry.get("note", ""), when, spent,
+                             evidence_cell(entry.get("evidence"))])
+        by_item = rating_evidence_by_item(rating) if flow or rating.answers.get("form_evidence") else {}
         for dimension, label in ((rating.derived or {}).get("labels") or {}).items():
-            rows.append([unit, rater, "derived", dimension, label, "", rating.submitted_at.isoformat() if rating.submitted_at else "", rating.assignment.time_spent_seconds])
+            rows.append([unit, rater, "derived", dimension, label, "", when, spent, evidence_cell(by_item.get(dimension))])
+        if by_item.get(FORM_KEY):
+            rows.append([unit, rater, "form", "evidence", "", "", when, spent, evidence_cell(by_item[FORM_KEY])])
     return rows
 
 

@@ -199,7 +199,7 @@ jobs.register("judges", version=_judges_version, compute=_compute_judges)
 def study_export_zip(*, study: Study) -> bytes:
     """Return the whole study as a zip of CSV files, ready for R, Stata or Python.
 
-    ratings_long.csv (every submitted answer: unit, rater, part, item, label, note),
+    ratings_long.csv (every submitted answer: unit, rater, part, item, label, note, cited turns),
     consensus.csv (label and provenance per conversation and item), judge_labels_long.csv and
     ensemble.csv (every judge run that labelled the study's conversations), reliability.csv,
     scores_by_*.csv (the scorecard tables), and README.txt describing each file.
@@ -216,14 +216,22 @@ def study_export_zip(*, study: Study) -> bytes:
 def write_study_export(archive: Any, *, study: Study) -> None:
     """Write the study zip's files into an open ``zipfile.ZipFile`` (the study zip, and the publication bundle's core)."""
     from core.csvstream import csv_text
+    from core.locks import locked_conversation_ids, withheld_note
+    from corpus.models import Conversation
     from judging.exports import export_csv
 
+    locked = locked_conversation_ids(study_id=study.pk)
+    locked_codes = set(Conversation.objects.filter(pk__in=locked).values_list("code", flat=True)) if locked else set()
+
     def write(name: str, header: list[str], rows: list[list[Any]]) -> None:
+        # Row-level labels of a locked test set stay in the app (issue 30); figures are the pages' own.
+        if locked_codes and header and header[0] in ("unit", "conversation"):
+            rows = [r for r in rows if not r or r[0] not in locked_codes]
         archive.writestr(name, csv_text(header, rows))
 
     write(
         "ratings_long.csv",
-        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds"],
+        ["unit", "rater", "part", "item", "label", "note", "submitted_at", "time_spent_seconds", "evidence_turns"],
         selectors.study_ratings_export_rows(study),
     )
     consensus_header, consensus_rows = consensus_csv_rows(study)
@@ -243,18 +251,28 @@ def write_study_export(archive: Any, *, study: Study) -> None:
         if isinstance(records, list) and records and all(isinstance(r, dict) for r in records):
             header = list(dict.fromkeys(k for r in records for k in r))
             write(f"scores_{table}.csv", header, [[r.get(k) for k in header] for r in records])
+    from reports.review.codes import CODE_COLUMNS, code_rows
+
+    write("failure_codes.csv", CODE_COLUMNS, code_rows(study))
     archive.writestr(
         "README.txt",
         f"evalsite export of study {study.pk}: {study.name}\n"
         f"Instrument: {study.instrument} | section: {study.section}\n"
-        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code).\n"
+        "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code). evidence_turns: the "
+        "transcript turns the rater cited for the answer, separated by ';' (turn n = the conversation's n-th message, "
+        "as judges number them; empty: none cited); a question flow's derived rows carry the union of their dimension's "
+        "questions; turns cited for the rating as a whole are one row with part 'form' and item 'evidence'.\n"
         "consensus.csv: human reference label per unit and item, with provenance, ratings in/expected, provisional, in_adjudication_queue.\n"
         f"  {summary.total} item labels: "
         + ", ".join(f"{label.lower()} {n}" for _, label, n in summary.provenances if n)
         + f"; provisional {summary.provisional}; adjudication queue {summary.queue} "
         f"({summary.unresolved} unresolved + {summary.disputed} decided with dissent).\n"
         "judge_labels_long.csv / judge_dimensions.csv / ensemble.csv: LLM judge output of every run on these conversations.\n"
-        f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
+        "failure_codes.csv: researchers' codes of disagreements (open coding) with their failure category (axial coding).\n"
+        + (f"Locked test set: {withheld_note(len(locked_codes))} The row-level files (ratings, consensus, judge labels, "
+           "reliability inputs, failure codes) leave them out; reliability.csv and the scores are the pages' figures.\n"
+           if locked_codes else "")
+        + f"reliability.csv: inter-rater agreement per item and pooled per label set (N/A {reliability.get('na_policy')}; "
         f"intervals: {reliability.get('interval_method_label', 'none')}; seed {(reliability.get('bootstrap') or {}).get('seed')}).\n"
         + "".join(f"{name}: the ratings reliability.csv was computed from; the same figures without the app:\n  {command}\n"
                   for name, _, command in inputs)

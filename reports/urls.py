@@ -28,7 +28,10 @@ urlpatterns = [
     path("", include("reports.raters.urls")),
     # Issue 23: judge development with a locked test set.
     path("", include("reports.devset.urls")),
+    path("", include("reports.revise.urls")),  # issue 27: from a failure mode to a new judge version
     path("", include("reports.leaderboard.urls")),
+    # Issue 27: from a figure to the evidence behind it.
+    path("", include("reports.review.urls")),
     # Issue 27: the turns a judge cites against the turns clinicians cite.
     path("", include("reports.evidence.urls")),
 ]

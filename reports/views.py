@@ -17,6 +17,7 @@ from core.roles import Role
 from reports import jobs, selectors, services
 from reports.charts import scorecard_chart, scorecard_no_interval
 from reports.reliability import reliability_csv as reliability_csv_rows
+from reports.review.links import judges_links
 from reports.verdict_views import verdict_context
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
@@ -182,6 +183,8 @@ def judges(request: HttpRequest, pk: int) -> HttpResponse:
                "consensus": consensus_summary(study)}
     if data and data.get("pending"):
         return _pending(request, "reports/judges.html", context)
+    data = judges_links(data, study_pk=study.pk, run_id=run_id, na=na) if run_id else data
+    context["data"] = data
     matrices = {}
     for index, group in enumerate((data or {}).get("groups", [])):
         for comparison in group.get("vs_consensus", []):

@@ -26,12 +26,16 @@ from .data import NA_CATEGORY, StatsInputError, is_missing, is_na_label
 __all__ = [
     "DriftReport",
     "Flip",
+    "FlipDirections",
     "ItemDrift",
     "LabelFlips",
     "PairedDifference",
+    "PairedKappaDifference",
     "drift_report",
+    "flip_directions",
     "label_flips",
     "paired_bootstrap_difference",
+    "paired_kappa_difference",
 ]
 
 Key = tuple[Hashable, Hashable]  # (unit, item)
@@ -381,3 +385,152 @@ def drift_report(
         all_a, all_b, units=all_units, n_resamples=n_resamples, seed=rng, confidence=confidence
     )
     return DriftReport(flips, per_item, pooled)
+
+
+# --- towards or away from the humans -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlipDirections:
+    """How the flipped labels of one item (or all, ``item`` None) moved relative to the human consensus.
+
+    ``towards``: B's label equals the consensus and A's did not; ``away``: A's equalled it and B's
+    does not; ``other``: neither (both differ from the consensus, e.g. among three categories);
+    ``no_reference``: the pair has no consensus label. ``net`` is towards - away.
+    """
+
+    item: Hashable
+    n_flipped: int
+    towards: int
+    away: int
+    other: int
+    no_reference: int
+
+    @property
+    def net(self) -> int:
+        return self.towards - self.away
+
+    def as_dict(self) -> dict[str, object]:
+        """Return a JSON-ready mapping (``net`` included)."""
+        return {**asdict(self), "net": self.net}
+
+
+def flip_directions(
+    flips: Iterable[Flip], reference: Mapping[Key, Any] | Iterable[tuple[Any, ...]]
+) -> tuple[dict[Hashable, FlipDirections], FlipDirections]:
+    """Count each item's flips that moved towards, away from, or neither way from the human consensus.
+
+    Labels are compared as everywhere in this module (trimmed, case folded, N/A spellings one
+    label). Returns the counts per item (first-appearance order) and pooled over items.
+    """
+    ref = _label_map(reference, "reference")
+    counts: dict[Hashable, list[int]] = {}
+    for flip in flips:
+        row = counts.setdefault(flip.item, [0, 0, 0, 0, 0])  # flipped, towards, away, other, no reference
+        row[0] += 1
+        truth = _norm(ref.get((flip.unit, flip.item)))
+        a, b = _norm(flip.label_a), _norm(flip.label_b)
+        if truth is None:
+            row[4] += 1
+        elif b == truth and a != truth:
+            row[1] += 1
+        elif a == truth and b != truth:
+            row[2] += 1
+        else:
+            row[3] += 1
+    per_item = {item: FlipDirections(item, *row) for item, row in counts.items()}
+    pooled = FlipDirections(None, *(sum(r[i] for r in counts.values()) for i in range(5)))
+    return per_item, pooled
+
+
+@dataclass(frozen=True)
+class PairedKappaDifference:
+    """Cohen's kappa of versions A and B with the humans on the same rows, and B - A with its interval."""
+
+    kappa_a: float | None
+    kappa_b: float | None
+    difference: float | None
+    interval: ConfidenceInterval
+    n_units: int
+    n_rows: int
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """Return a JSON-ready mapping."""
+        return {"kappa_a": self.kappa_a, "kappa_b": self.kappa_b, "difference": self.difference,
+                "interval": self.interval.as_dict(), "n_units": self.n_units, "n_rows": self.n_rows, "note": self.note}
+
+
+def _kappa_of_sums(agree: np.ndarray, n: np.ndarray, version: np.ndarray, human: np.ndarray) -> np.ndarray:
+    """Return Cohen's kappa from summed counts: agreements, rows, and each side's category counts (NaN if undefined)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        po = agree / n
+        pe = (version * human).sum(axis=-1) / (n * n)
+        kappa = (po - pe) / (1.0 - pe)
+    return np.where((n > 0) & (pe < 1.0 - 1e-12), kappa, np.nan)
+
+
+def paired_kappa_difference(
+    reference: Sequence[Any],
+    labels_a: Sequence[Any],
+    labels_b: Sequence[Any],
+    *,
+    units: Sequence[Hashable],
+    n_resamples: int = 2000,
+    seed: int | np.random.Generator | None = None,
+    confidence: float = 0.95,
+) -> PairedKappaDifference:
+    """Estimate the difference B - A in Cohen's kappa with the human consensus, with a paired cluster bootstrap CI.
+
+    Row i holds the consensus label and both versions' labels of one (conversation, item) pair;
+    rows where any of the three is missing are dropped, so both versions are scored on the same
+    rows. Kappa is Cohen's (1960) with each side's own marginals, as :func:`stats.agreement.cohen_kappa`.
+    The interval is the percentile bootstrap over ``units`` (conversations, each kept whole with
+    both versions' rows: paired), each resample's kappas computed from resampled sums of
+    per-conversation counts. A resample where either kappa is undefined (one category only) is
+    left out and counted in the interval. No row: every figure None; one category only (Pe = 1):
+    that kappa None. Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13.
+    """
+    if not len(reference) == len(labels_a) == len(labels_b) == len(units):
+        raise StatsInputError("reference, labels_a, labels_b and units must have the same length")
+    if n_resamples < 1:
+        raise StatsInputError("n_resamples must be at least 1")
+    if not 0 < confidence < 1:
+        raise StatsInputError("confidence must lie strictly between 0 and 1")
+    rows = [(u, _norm(h), _norm(x), _norm(y)) for u, h, x, y in zip(units, reference, labels_a, labels_b, strict=True)]
+    rows = [r for r in rows if r[1] is not None and r[2] is not None and r[3] is not None]
+    if not rows:
+        empty = percentile_interval(np.array([np.nan]), confidence)
+        return PairedKappaDifference(None, None, None, empty, 0, 0, "no row with the consensus and both versions")
+    categories = {c: i for i, c in enumerate(sorted({str(v) for r in rows for v in r[1:]}))}
+    codes = _codes([r[0] for r in rows])
+    n_units, k = int(codes.max()) + 1, len(categories)
+    # Per conversation: rows, A agrees, B agrees, then A's, B's and the humans' category counts.
+    features = np.zeros((n_units, 3 + 3 * k))
+    for code, (_, h, x, y) in zip(codes, rows, strict=True):
+        hi, xi, yi = categories[str(h)], categories[str(x)], categories[str(y)]
+        features[code, 0] += 1
+        features[code, 1] += float(x == h)
+        features[code, 2] += float(y == h)
+        features[code, 3 + xi] += 1
+        features[code, 3 + k + yi] += 1
+        features[code, 3 + 2 * k + hi] += 1
+
+    def kappas(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n, human = sums[..., 0], sums[..., 3 + 2 * k : 3 + 3 * k]
+        return (_kappa_of_sums(sums[..., 1], n, sums[..., 3 : 3 + k], human),
+                _kappa_of_sums(sums[..., 2], n, sums[..., 3 + k : 3 + 2 * k], human))
+
+    point_a, point_b = kappas(features.sum(axis=0)[None])
+    ka, kb = float(point_a[0]), float(point_b[0])
+    draws = []
+    for weights in resample_weights(n_units, n_resamples, make_rng(seed)):
+        a, b = kappas(weights @ features)
+        draws.append(b - a)
+    interval = percentile_interval(np.concatenate(draws), confidence)
+    interval = ConfidenceInterval(interval.low, interval.high, interval.confidence, interval.n_resamples,
+                                  interval.n_undefined, method="paired percentile bootstrap over units", note=interval.note)
+    kappa_a, kappa_b = (None if np.isnan(ka) else ka), (None if np.isnan(kb) else kb)
+    difference = None if kappa_a is None or kappa_b is None else kappa_b - kappa_a
+    note = None if difference is not None else "kappa undefined for a version (one category only)"
+    return PairedKappaDifference(kappa_a, kappa_b, difference, interval, n_units, len(rows), note)

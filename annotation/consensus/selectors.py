@@ -23,6 +23,7 @@ from annotation.models import (
     RatingStatus,
     Study,
 )
+from core.locks import locked_conversation_ids
 from corpus.instruments.flow import LABELS as FLOW_LABELS
 from corpus.models import Conversation, InstrumentKind, Item, Message
 
@@ -156,8 +157,13 @@ def consensus_entries(study: Study) -> QuerySet[ConsensusLabel]:
     return study.consensus.select_related("conversation", "adjudicated_by").order_by("conversation__code", "item_key")
 
 
+def consensus_exportable(study: Study) -> QuerySet[ConsensusLabel]:
+    """Return the consensus labels that may leave the app: a locked test set's are withheld (``core.locks``)."""
+    return consensus_entries(study).exclude(conversation_id__in=locked_conversation_ids(study_id=study.pk))
+
+
 def consensus_csv_rows(study: Study) -> tuple[list[str], list[list[Any]]]:
-    """Return the consensus in long form: one row per conversation x item."""
+    """Return the consensus in long form: one row per conversation x item (a locked test set left out)."""
     header = ["conversation", "external_id", "item", "label", "provenance", "n_ratings", "n_expected",
               "provisional", "in_adjudication_queue", "votes", "disagreement", "adjudicated_by", "reason"]
     rows = [
@@ -165,7 +171,7 @@ def consensus_csv_rows(study: Study) -> tuple[list[str], list[list[Any]]]:
          e.n_expected, e.provisional, in_adjudication_queue(e),
          "; ".join(f"{k}={v}" for k, v in sorted(e.votes.items())), e.disagreement,
          e.adjudicated_by.get_username() if e.adjudicated_by else "", e.reason]
-        for e in consensus_entries(study)
+        for e in consensus_exportable(study)
     ]
     return header, rows
 

@@ -50,7 +50,7 @@ class IsRater(BasePermission):
 def _error(exc: AnnotationError) -> Response:
     """Answer a refused request with its message and the safe details (revision, missing items)."""
     body: dict[str, Any] = {"detail": str(exc)}
-    for key in ("revision", "missing"):
+    for key in ("revision", "missing", "missing_evidence"):
         if key in exc.details:
             body[key] = exc.details[key]
     return Response(body, status=exc.status)

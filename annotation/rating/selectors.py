@@ -23,12 +23,13 @@ from django.http import Http404
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    EvidenceMode,
     MemberRole,
     Rating,
     RatingStatus,
     StudyMembership,
 )
-from annotation.rating.services import calibration_feedback
+from annotation.rating.services import FORM_EVIDENCE, PARTS, calibration_feedback
 from corpus.instruments.flow import Flow, FlowError, remaining, walk
 from corpus.models import InstrumentKind, Item, Message, Scale
 
@@ -192,7 +193,8 @@ def assignment_withdrawn_for_rater(user: AbstractBaseUser | AnonymousUser, assig
         return None
     rating = Rating.objects.filter(assignment_id=assignment.pk).values_list("answers", "status").first()
     answers, status = rating if rating else ({}, RatingStatus.DRAFT)
-    n_saved = sum(1 for part in (answers or {}).values() for entry in part.values() if entry.get("value"))
+    # Parts are dicts of answers; "form_evidence" (a list of cited turns) is no answer.
+    n_saved = sum(1 for part in (answers or {}).values() if isinstance(part, dict) for entry in part.values() if entry.get("value"))
     return WithdrawnAssignment(
         assignment.pk, assignment.conversation.code, study_title_for_raters(assignment.study), n_saved,
         status == RatingStatus.SUBMITTED,
@@ -201,9 +203,13 @@ def assignment_withdrawn_for_rater(user: AbstractBaseUser | AnonymousUser, assig
 
 @dataclass(frozen=True)
 class BlindedMessage:
-    turn: int  # 1-based position among the user and chatbot messages
+    turn: int  # 1-based position among the user and chatbot messages (what the rater reads)
     role: str  # "user" or "assistant"
     content: str
+    # The number evidence cites it by: its 1-based position among all the conversation's
+    # messages by turn_index (the judges' numbering). Equal to ``turn`` unless the
+    # conversation has system messages, which raters never see.
+    evidence_turn: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,12 +223,10 @@ class BlindedConversation:
 
 def conversation_get_blinded(assignment: Assignment) -> BlindedConversation:
     """Return the blinded view of an assignment's conversation (one query)."""
-    rows = (
-        Message.objects.filter(conversation_id=assignment.conversation_id, role__in=SHOWN_ROLES)
-        .order_by("turn_index")
-        .values_list("role", "content")
-    )
-    messages = [BlindedMessage(turn, role, content) for turn, (role, content) in enumerate(rows, start=1)]
+    rows = Message.objects.filter(conversation_id=assignment.conversation_id).order_by("turn_index").values_list("role", "content")
+    # System messages are counted (evidence numbers every message) but never carried.
+    shown = [(number, role, content) for number, (role, content) in enumerate(rows, start=1) if role in SHOWN_ROLES]
+    messages = [BlindedMessage(turn, role, content, number) for turn, (number, role, content) in enumerate(shown, start=1)]
     return BlindedConversation(assignment.conversation.code, assignment.conversation.sensitive, messages)
 
 
@@ -252,6 +256,8 @@ class FormItem:
     value: str = ""
     note: str = ""
     state: str = ""  # question flows: "answered", "current" or "off" (not on the path)
+    evidence: list[int] = field(default_factory=list)  # cited turns (evidence numbering)
+    cited: list[int] = field(default_factory=list)  # the same turns as the rater reads them (shown numbers)
 
     @property
     def dom_id(self) -> str:
@@ -287,8 +293,12 @@ def _form_item(item: Item, part: str, answers: dict[str, dict]) -> FormItem:
         part=part, key=item.key, number=item.number, domain=item.domain, text=item.text, scale=item.scale,
         choices=_choices(item), help=item.help or {}, applicability=item.applicability,
         examples=item.examples, required=item.required, value=str(entry.get("value", "")),
-        note=str(entry.get("note", "")),
+        note=str(entry.get("note", "")), evidence=_turns(entry.get("evidence")),
     )
+
+
+def _turns(raw: Any) -> list[int]:
+    return sorted({t for t in raw if isinstance(t, int) and not isinstance(t, bool)}) if isinstance(raw, list) else []
 
 
 @dataclass(frozen=True)
@@ -379,6 +389,30 @@ class RatingPage:
     @property
     def is_submitted(self) -> bool:
         return self.rating_status == RatingStatus.SUBMITTED
+
+    @property
+    def evidence_mode(self) -> str:
+        """Return whether the rater cites turns: "off", "per_item" or "whole_form"."""
+        return self.assignment.study.evidence_mode
+
+    @property
+    def evidence_required(self) -> bool:
+        return self.evidence_mode != EvidenceMode.OFF and self.assignment.study.evidence_required
+
+    @property
+    def form_evidence(self) -> list[int]:
+        """Return the turns cited for the whole form."""
+        return _turns(self.answers.get(FORM_EVIDENCE))
+
+    @property
+    def cites(self) -> bool:
+        """Return whether the form shows the controls that cite turns (a draft of a study that asks)."""
+        return self.evidence_mode != EvidenceMode.OFF and not self.is_submitted
+
+    @property
+    def form_evidence_shown(self) -> list[int]:
+        shown = {m.evidence_turn: m.turn for m in self.conversation.messages}
+        return [shown.get(t, t) for t in self.form_evidence]
 
     @property
     def is_flow(self) -> bool:
@@ -473,6 +507,10 @@ def rating_page(assignment: Assignment) -> RatingPage:
     submitted = rating is not None and rating.status == RatingStatus.SUBMITTED
     revisions = list(rating.revisions.order_by("number").values("number", "created_at", "reason")) if submitted else []
     feedback = calibration_feedback(assignment) if submitted and assignment.is_calibration else []
+    conversation = conversation_get_blinded(assignment)
+    shown = {m.evidence_turn: m.turn for m in conversation.messages}
+    for item in [*main, *section_items]:
+        item.cited = [shown.get(t, t) for t in item.evidence]
     texts = {i.key: i for i in main}
     for row in feedback:
         item = texts.get(row["item_key"])
@@ -481,7 +519,7 @@ def rating_page(assignment: Assignment) -> RatingPage:
         row["yours_label"] = item_label(item, row["yours"]) if item else row["yours"]
     return RatingPage(
         assignment=assignment,
-        conversation=conversation_get_blinded(assignment),
+        conversation=conversation,
         instrument_name=instrument.name,
         instrument_kind=instrument.kind,
         main_items=main,
@@ -512,3 +550,61 @@ def _number_after(main: list[FormItem], section: list[FormItem]) -> None:
 def item_label(item: FormItem, value: str) -> str:
     """Return the shown label of a stored value (e.g. "4 · Very realistic" for "4")."""
     return next((c.label for c in item.choices if c.value.casefold() == str(value).casefold()), str(value))
+
+
+FORM_KEY = "__form__"
+
+
+def rating_evidence_by_item(rating: Rating) -> dict[str, list[int]]:
+    """Return the turns a rater cited, per item key, plus ``"__form__"`` for the whole form.
+
+    The storage format (fixed; exports, the bundle and reports rely on it), in ``Rating.answers``:
+
+    - per item: ``answers[part][item_key]["evidence"] = [int, ...]`` beside ``"value"`` and
+      ``"note"``, for ``part`` in ``main`` and ``section``;
+    - question flows (VERA-MH): the same on each answered question,
+      ``answers["main"][question_key]["evidence"]``;
+    - the whole form: ``answers["form_evidence"] = [int, ...]``.
+
+    Every list is sorted, unique, 1-based turn numbers: turn n is the n-th message of the
+    conversation ordered by ``Message.turn_index``, the numbering judges use in
+    ``JudgeLabel.evidence[*]["turn"]`` (``judging.material``). No key: nothing cited.
+
+    Returned keys: checklist item keys (main and section parts; a section key that repeats a
+    main key is merged); for a question flow, its **dimension** keys instead of its question
+    keys, each the union of the evidence of the questions on the rater's path inside that
+    dimension (the dimensions ``rating.derived["labels"]`` labels), and section item keys;
+    ``"__form__"`` for whole-form evidence. Items without evidence are left out. A flow rating
+    imported from a bundle has dimension labels but no questions: its evidence is kept per
+    dimension in ``rating.derived["evidence"]`` (``{dimension: [int, ...]}``) and read from there.
+    """
+    answers = rating.answers or {}
+    assignment = rating.assignment
+    instrument = assignment.study.instrument
+    out: dict[str, list[int]] = {}
+
+    def add(key: str, turns: list[int]) -> None:
+        if turns:
+            out[key] = sorted(set(out.get(key, [])) | set(turns))
+
+    for part in PARTS:
+        given = answers.get(part, {}) or {}
+        if part == "main" and instrument.kind == InstrumentKind.FLOW:
+            try:
+                flow = Flow.from_dict(instrument.flow or {"questions": []})
+                path = walk(flow, {k: str(v.get("value", "")) for k, v in given.items()}).path
+            except FlowError:
+                continue
+            for step in path:
+                add(flow.question(step.question_id).dimension, _turns(given.get(step.question_id, {}).get("evidence")))
+            # A flow rating imported with its dimension labels only (no questions): its evidence per dimension.
+            imported = (rating.derived or {}).get("evidence")
+            if not path and isinstance(imported, dict):
+                for dimension, turns in imported.items():
+                    add(str(dimension), _turns(turns))
+            continue
+        for key, entry in given.items():
+            if isinstance(entry, dict):
+                add(key, _turns(entry.get("evidence")))
+    add(FORM_KEY, _turns(answers.get(FORM_EVIDENCE)))
+    return out

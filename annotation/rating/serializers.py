@@ -27,6 +27,9 @@ class QueueEntrySerializer(serializers.Serializer):
 
 class BlindedMessageSerializer(serializers.Serializer):
     turn = serializers.IntegerField(help_text="1-based position among the user and chatbot messages")
+    evidence_turn = serializers.IntegerField(
+        help_text="The number to cite this message by in evidence: its 1-based position in the conversation"
+    )
     role = serializers.CharField(help_text="user or assistant")
     content = serializers.CharField()
 
@@ -104,7 +107,11 @@ class AssignmentDetailSerializer(serializers.Serializer):
     instrument_kind = serializers.CharField(help_text="checklist or flow")
     items = RaterItemSerializer(many=True)
     section_items = RaterItemSerializer(many=True)
-    answers = serializers.JSONField(help_text='{"main": {key: {"value", "note"}}, "section": {...}}')
+    answers = serializers.JSONField(
+        help_text='{"main": {key: {"value", "note", "evidence"}}, "section": {...}, "form_evidence": [turn, ...]}'
+    )
+    evidence_mode = serializers.CharField(help_text="off, per_item or whole_form: whether the rater cites turns")
+    evidence_required = serializers.BooleanField(help_text="Submitting needs cited turns")
     revision = serializers.IntegerField()
     rating_status = serializers.CharField(help_text="draft or submitted")
     submitted_at = serializers.DateTimeField(allow_null=True)
@@ -132,6 +139,8 @@ class AssignmentDetailSerializer(serializers.Serializer):
             "items": page.main_items,
             "section_items": page.section_items,
             "answers": page.answers,
+            "evidence_mode": page.evidence_mode,
+            "evidence_required": page.evidence_required,
             "revision": page.revision,
             "rating_status": page.rating_status,
             "submitted_at": page.submitted_at,
@@ -143,12 +152,25 @@ class AssignmentDetailSerializer(serializers.Serializer):
 
 
 class AnswerRequestSerializer(serializers.Serializer):
-    part = serializers.ChoiceField(choices=[("main", "main"), ("section", "section")])
-    item_key = serializers.CharField(max_length=80)
-    value = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=20000)
+    part = serializers.ChoiceField(
+        choices=[("main", "main"), ("section", "section"), ("form", "form")],
+        help_text="main, section, or form: the whole form's evidence (studies that ask for it that way)",
+    )
+    item_key = serializers.CharField(max_length=80, required=False, default="", allow_blank=True)
+    value = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, max_length=20000, required=False, allow_null=True, default=None,
+        help_text="The answer; omit (or null) to keep the saved answer when saving evidence only",
+    )
     note = serializers.CharField(
         required=False, allow_null=True, allow_blank=True, max_length=4000,
         help_text="Omit (or null) to keep the saved note; empty to remove it",
+    )
+    evidence = serializers.ListField(
+        child=serializers.IntegerField(), required=False, allow_null=True, default=None, max_length=200,
+        help_text=(
+            "The turns that support the answer (or the whole form), each a message's 1-based position in the "
+            "conversation (BlindedMessage.evidence_turn); replaces the saved ones, [] removes them, omit to keep them"
+        ),
     )
     expected_revision = serializers.IntegerField(
         required=False, allow_null=True, min_value=0,
@@ -157,6 +179,13 @@ class AnswerRequestSerializer(serializers.Serializer):
     elapsed_seconds = serializers.FloatField(
         required=False, default=0, min_value=0, help_text="Seconds since the previous save"
     )
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if data.get("value") is None and data.get("evidence") is None:
+            raise serializers.ValidationError("give a value, evidence (the cited turns), or both")
+        if data["part"] != "form" and not data.get("item_key"):
+            raise serializers.ValidationError({"item_key": "an answer names its item"})
+        return data
 
 
 class AnswerResponseSerializer(serializers.Serializer):
@@ -192,6 +221,9 @@ class RaterErrorSerializer(serializers.Serializer):
     revision = serializers.IntegerField(required=False, help_text="409: the current revision")
     missing = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="Required items still unanswered"
+    )
+    missing_evidence = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Answers (or the form) still citing no turn, when the study requires evidence"
     )
 
 

@@ -1,7 +1,9 @@
 """Ratings: autosave one answer at a time, submit once (idempotent), revise with a reason.
 
-A rating's answers live in ``Rating.answers`` as ``{"main": {key: {"value", "note"}},
-"section": {...}}``. Every save bumps ``revision``; a client that sends the revision it last
+A rating's answers live in ``Rating.answers`` as ``{"main": {key: {"value", "note",
+"evidence"}}, "section": {...}, "form_evidence": [...]}``; ``evidence`` and ``form_evidence``
+are the transcript turns a rater cites when the study asks for evidence (the format is
+documented on ``annotation.rating.selectors.rating_evidence_by_item``). Every save bumps ``revision``; a client that sends the revision it last
 saw gets a conflict (409) instead of silently overwriting another tab's answers. The first
 submission is kept as revision 1 of the history and never overwritten; a later change needs a
 reason and adds a new revision.
@@ -9,6 +11,7 @@ reason and adds a new revision.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -16,13 +19,23 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import AnnotationError, RatingConflict
-from annotation.models import Assignment, AssignmentStatus, Rating, RatingRevision, RatingStatus
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    EvidenceMode,
+    Rating,
+    RatingRevision,
+    RatingStatus,
+)
 from annotation.studies.services import assignment_touch
 from corpus.instruments.flow import Flow, FlowError, walk
 from corpus.instruments.labels import UnknownAnswer, item_labels
-from corpus.models import InstrumentKind, Item, Scale
+from corpus.models import InstrumentKind, Item, Message, Scale
 
 PARTS = ("main", "section")
+FORM = "form"  # the part of a save that carries the whole form's evidence (no item, no value)
+FORM_EVIDENCE = "form_evidence"  # Rating.answers key of the whole form's cited turns
+MAX_EVIDENCE_TURNS = 200
 SHORTCUTS = {"y": "yes", "n": "no"}
 
 
@@ -111,15 +124,23 @@ def rating_save_answer(
     assignment_id: int,
     user: AbstractBaseUser,
     part: str,
-    item_key: str,
-    value: Any,
+    item_key: str = "",
+    value: Any = None,
     note: str | None = None,
+    evidence: Sequence[int] | None = None,
     expected_revision: int | None = None,
     elapsed_seconds: float = 0,
 ) -> Rating:
-    """Save one answer of a draft rating (an empty value clears it)."""
-    if part not in PARTS:
-        raise AnnotationError(f"unknown part '{part}'; expected main or section")
+    """Save one answer of a draft rating (an empty value clears it, with its note and evidence).
+
+    ``value`` None keeps the saved answer (a save of evidence only). ``evidence``: the turns
+    that support the answer, replacing the saved ones (None keeps them, [] removes them); only
+    when the study asks for evidence per item, on an answered item. Part ``form`` saves the
+    whole form's evidence (studies that ask for it that way); ``item_key`` is then ignored.
+    A refused save changes nothing.
+    """
+    if part not in (*PARTS, FORM):
+        raise AnnotationError(f"unknown part '{part}'; expected main, section or form")
     assignment = _locked_assignment(assignment_id, user)
     _check_calibration_gate(assignment)
     rating, _ = Rating.objects.select_for_update().get_or_create(assignment=assignment)
@@ -130,25 +151,122 @@ def rating_save_answer(
             "these answers were changed elsewhere (another tab or device) since this page loaded",
             details={"revision": rating.revision, "answers": rating.answers},
         )
-    item = _items(assignment, part).get(item_key)
-    if item is None:
-        raise AnnotationError(f"unknown item '{item_key}' in the {part} part of this study")
-    stored = normalise_value(item, value)
-    answers = {p: dict(rating.answers.get(p, {})) for p in PARTS}
-    if stored == "" and not (note or "").strip():
-        answers[part].pop(item_key, None)
+    turns = None
+    if evidence is not None:
+        _check_evidence_mode(assignment, part)
+        turns = clean_evidence(assignment, list(evidence))
+    answers = _copy_answers(rating.answers)
+    if part == FORM:
+        if turns is None:
+            raise AnnotationError("a save of the whole form carries evidence (the cited turns) only")
+        if turns:
+            answers[FORM_EVIDENCE] = turns
+        else:
+            answers.pop(FORM_EVIDENCE, None)
     else:
-        entry = {"value": stored}
-        if note is not None and note.strip():
-            entry["note"] = note.strip()[:4000]
-        elif note is None and "note" in answers[part].get(item_key, {}):
-            entry["note"] = answers[part][item_key]["note"]
-        answers[part][item_key] = entry
+        item = _items(assignment, part).get(item_key)
+        if item is None:
+            raise AnnotationError(f"unknown item '{item_key}' in the {part} part of this study")
+        saved = answers[part].get(item_key, {})
+        if value is None and turns is None:
+            raise AnnotationError("a save needs a value or evidence (the cited turns)")
+        stored = saved.get("value", "") if value is None else normalise_value(item, value)
+        if stored == "" and turns:
+            raise AnnotationError(f"answer item {item_key} before citing turns for it")
+        if stored == "" and not (note or "").strip():
+            answers[part].pop(item_key, None)
+        else:
+            entry: dict[str, Any] = {"value": stored}
+            if note is not None and note.strip():
+                entry["note"] = note.strip()[:4000]
+            elif note is None and "note" in saved:
+                entry["note"] = saved["note"]
+            kept = saved.get("evidence") if turns is None else turns
+            if kept and stored != "":
+                entry["evidence"] = kept
+            answers[part][item_key] = entry
     rating.answers = answers
     rating.revision += 1
     rating.save(update_fields=["answers", "revision", "updated_at"])
     assignment_touch(assignment=assignment, elapsed_seconds=elapsed_seconds)
     return rating
+
+
+def _copy_answers(answers: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of a rating's answers to change: each part's dict copied, other keys kept."""
+    copied = dict(answers or {})
+    for part in PARTS:
+        copied[part] = dict(copied.get(part, {}))
+    return copied
+
+
+def citable_turns(assignment: Assignment) -> list[int]:
+    """Return the turn numbers a rater may cite: the user and chatbot messages' (one query).
+
+    Turn n is the n-th message of the conversation by ``turn_index``, the numbering judges use
+    in ``JudgeLabel.evidence``; system messages keep their number but are never shown to raters,
+    so they cannot be cited.
+    """
+    roles = Message.objects.filter(conversation_id=assignment.conversation_id).order_by("turn_index").values_list("role", flat=True)
+    return [n for n, role in enumerate(roles, start=1) if role in (Message.Role.USER, Message.Role.ASSISTANT)]
+
+
+def clean_evidence(assignment: Assignment, turns: Any) -> list[int]:
+    """Return cited turns sorted and unique, or raise ``AnnotationError`` naming what is wrong."""
+    if not isinstance(turns, (list, tuple)):
+        raise AnnotationError("evidence must be a list of turn numbers")
+    if len(turns) > MAX_EVIDENCE_TURNS:
+        raise AnnotationError(f"at most {MAX_EVIDENCE_TURNS} turns can be cited")
+    if any(isinstance(t, bool) or not isinstance(t, int) for t in turns):
+        raise AnnotationError("evidence must be whole turn numbers (1, 2, 3...)")
+    allowed = citable_turns(assignment)
+    wrong = sorted({t for t in turns} - set(allowed))
+    if wrong:
+        span = f"turns {allowed[0]} to {allowed[-1]}" if allowed else "no turns"
+        raise AnnotationError(
+            f"turn {', '.join(map(str, wrong))} is not a turn of this conversation ({span}); nothing was saved"
+            if len(wrong) == 1 else
+            f"turns {', '.join(map(str, wrong))} are not turns of this conversation ({span}); nothing was saved"
+        )
+    return sorted(set(turns))
+
+
+def _check_evidence_mode(assignment: Assignment, part: str) -> None:
+    mode = assignment.study.evidence_mode
+    if mode == EvidenceMode.OFF:
+        raise AnnotationError("this study does not ask for evidence (cited turns)")
+    if mode == EvidenceMode.WHOLE_FORM and part != FORM:
+        raise AnnotationError("this study asks for evidence for the whole form, not per item: save it with part 'form'")
+    if mode == EvidenceMode.PER_ITEM and part == FORM:
+        raise AnnotationError("this study asks for evidence per item, not for the whole form")
+
+
+def missing_evidence(assignment: Assignment, answers: dict[str, Any]) -> list[str]:
+    """Return what still needs cited turns when the study requires evidence, as "key: text" strings.
+
+    Per item: every answered item with a closed scale (free text and N/A answers excepted;
+    in a question flow, the answered questions on the rater's path). Whole form: the form.
+    """
+    study = assignment.study
+    if not study.evidence_required or study.evidence_mode == EvidenceMode.OFF:
+        return []
+    if study.evidence_mode == EvidenceMode.WHOLE_FORM:
+        return [] if answers.get(FORM_EVIDENCE) else ["the whole form: cite at least one turn"]
+    lacking: list[str] = []
+    for part in PARTS:
+        given = answers.get(part, {})
+        keys = list(_items(assignment, part))
+        if part == "main" and study.instrument.kind == InstrumentKind.FLOW:
+            on_path = {q for q, _ in derive(assignment, answers).get("path", [])}
+            keys = [k for k in keys if k in on_path]
+        for key in keys:
+            item = _items(assignment, part)[key]
+            entry = given.get(key, {})
+            value = entry.get("value", "")
+            if not value or item.scale == Scale.TEXT or item_labels(item).is_na(value) or entry.get("evidence"):
+                continue
+            lacking.append(f"{key}: {item.text}")
+    return lacking
 
 
 def missing_items(assignment: Assignment, answers: dict[str, dict]) -> list[str]:
@@ -207,6 +325,14 @@ def rating_submit(*, assignment_id: int, user: AbstractBaseUser, expected_revisi
         raise AnnotationError(
             f"{len(missing)} required item(s) unanswered: " + "; ".join(missing), details={"missing": missing}
         )
+    lacking = missing_evidence(assignment, rating.answers)
+    if lacking:
+        raise AnnotationError(
+            f"this study requires evidence: cite the turns that support {len(lacking)} answer(s): " + "; ".join(lacking)
+            if assignment.study.evidence_mode == EvidenceMode.PER_ITEM
+            else "this study requires evidence: cite at least one turn that supports the rating as a whole",
+            details={"missing_evidence": lacking},
+        )
     now = timezone.now()
     rating.derived = derive(assignment, rating.answers)
     rating.status = RatingStatus.SUBMITTED
@@ -232,7 +358,7 @@ def rating_revise(
     rating = Rating.objects.select_for_update().get(assignment=assignment)
     if rating.status != RatingStatus.SUBMITTED:
         raise AnnotationError("only a submitted rating is revised; a draft is saved directly", status=409)
-    answers = {p: dict(rating.answers.get(p, {})) for p in PARTS}
+    answers = _copy_answers(rating.answers)
     for part, items in changes.items():
         if part not in PARTS:
             raise AnnotationError(f"unknown part '{part}'")

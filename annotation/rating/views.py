@@ -37,6 +37,14 @@ SHORTCUTS: list[tuple[str, str]] = [
     ("Esc", "leave a text box"),
     ("Ctrl + Enter", "submit the rating"),
 ]
+# Studies that ask raters to cite the turns behind their answers (evidence) add these, by mode.
+EVIDENCE_SHORTCUTS: dict[str, list[tuple[str, str]]] = {
+    mode: [
+        ("[ / ]", "previous / next turn of the transcript"),
+        ("c", f"cite the turn you are on for {what} (press again to remove it)"),
+    ]
+    for mode, what in (("per_item", "the current question"), ("whole_form", "the whole rating"))
+}
 
 
 def _warning_seen(request: HttpRequest, assignment_id: int) -> bool:
@@ -49,7 +57,7 @@ def _render_rating(
     page = rater_selectors.rating_page(assignment)
     context: dict[str, Any] = {
         "page": page,
-        "shortcuts": SHORTCUTS,
+        "shortcuts": SHORTCUTS + (EVIDENCE_SHORTCUTS.get(page.evidence_mode, []) if page.cites else []),
         "sitting": sitting_of(
             page.queue.submitted_times, limit=assignment.study.sitting_limit, gap_minutes=assignment.study.sitting_gap_minutes
         ),
@@ -61,6 +69,7 @@ def _render_rating(
             "revision": page.revision,
             "submitted": page.is_submitted,
             "flow": page.is_flow,
+            "evidenceMode": page.evidence_mode if page.cites else "off",
             # Resume where the rater left off (only when they had started).
             "resumeAt": page.first_unanswered.dom_id if page.first_unanswered and page.n_answered else "",
         },
@@ -75,6 +84,8 @@ def _render_rating(
         by_name = {f"{item.key}: {item.text}".strip(): item for item in page.items}
         missing = [by_name[m] for m in submit_error.details.get("missing", []) if m in by_name]
         context["missing"] = [{"dom_id": i.dom_id, "number": i.number, "text": i.text} for i in missing]
+        lacking = [by_name[m] for m in submit_error.details.get("missing_evidence", []) if m in by_name]
+        context["missing_evidence"] = [{"dom_id": i.dom_id, "number": i.number, "text": i.text} for i in lacking]
         context["missing_keys"] = {i.dom_id for i in missing}
     return render(request, "annotation/rater/rating.html", context, status=status)
 

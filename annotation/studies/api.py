@@ -25,6 +25,7 @@ from annotation.consensus.services import consensus_adjudicate, study_compute_co
 from annotation.models import MemberRole, Study, StudyMembership
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
+from annotation.studies.load import study_set_evidence
 from annotation.studies.serializers import (
     AdjudicateSerializer,
     AssignmentSerializer,
@@ -32,6 +33,7 @@ from annotation.studies.serializers import (
     ConsensusCountsSerializer,
     ConsensusLabelSerializer,
     DesignSerializer,
+    EvidenceSettingSerializer,
     MovedSerializer,
     ProgressSerializer,
     RaterAddSerializer,
@@ -167,6 +169,17 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         study_set_alt_test_epsilon(study=study, epsilon=data.validated_data["epsilon"], actor=request.user)
         return Response(StudySerializer(reads.study_get_for_coordinator(request.user, pk=study.pk)).data)
 
+    @extend_schema(request=EvidenceSettingSerializer, responses={200: StudySerializer})
+    @action(detail=True, methods=["post"], url_path="evidence")
+    def evidence(self, request: Request, pk: str) -> Response:
+        """Set whether raters cite the transcript turns behind their answers, and whether they must (audited)."""
+        study = self.get_object()
+        data = EvidenceSettingSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study_set_evidence(study=study, mode=data.validated_data["evidence_mode"],
+                           required=data.validated_data["evidence_required"], actor=request.user)
+        return Response(StudySerializer(reads.study_get_for_coordinator(request.user, pk=study.pk)).data)
+
     @extend_schema(request=RaterAddSerializer, responses={200: MovedSerializer})
     @action(detail=True, methods=["post"])
     def raters(self, request: Request, pk: str) -> Response:
@@ -243,7 +256,8 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         """List the consensus labels (or, with ?queue=true, the adjudication queue)."""
         study = self.get_object()
         queue = request.query_params.get("queue", "").lower() in ("1", "true", "yes")
-        qs = consensus_reads.adjudication_queue(study) if queue else consensus_reads.consensus_entries(study)
+        # The queue is the coordinators' work (test-set items included); the list is an export: a locked test set is withheld.
+        qs = consensus_reads.adjudication_queue(study) if queue else consensus_reads.consensus_exportable(study)
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(ConsensusLabelSerializer(page, many=True).data)
 

@@ -1,4 +1,4 @@
-"""Rater load and care: the soft limit on conversations per sitting (the break prompt), the support text."""
+"""Rater load and care: the break prompt (conversations per sitting), the support text, cited turns (evidence)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation.errors import AnnotationError
-from annotation.models import Study
+from annotation.models import EvidenceMode, Study
 from annotation.studies.services import study_event
 
 MAX_SITTING_LIMIT = 500
@@ -56,4 +56,28 @@ def study_set_rater_support(*, study: Study, text: str, actor: AbstractBaseUser 
     study.save(update_fields=["rater_support"])
     study_event(study=study, actor=actor, action="rater_support_set", before={"text": before}, after={"text": text},
                 summary="raters' support text set" if text else "raters' support text back to the default")
+    return study
+
+
+@transaction.atomic
+def study_set_evidence(*, study: Study, mode: str, required: bool, actor: AbstractBaseUser | None) -> Study:
+    """Set whether raters cite the transcript turns behind their answers, and whether they must.
+
+    ``mode``: ``off``, ``per_item`` (turns per answer) or ``whole_form`` (turns for the rating
+    as a whole). ``required`` only means something when the mode is not off: it is stored
+    as false with the mode off. The change is recorded in the audit trail.
+    """
+    if mode not in EvidenceMode.values:
+        raise AnnotationError(f"unknown evidence mode '{mode}'; expected one of: {', '.join(EvidenceMode.values)}")
+    required = bool(required) and mode != EvidenceMode.OFF
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    before = {"mode": study.evidence_mode, "required": study.evidence_required}
+    study.evidence_mode, study.evidence_required = mode, required
+    study.save(update_fields=["evidence_mode", "evidence_required"])
+    summary = "raters do not cite turns" if mode == EvidenceMode.OFF else (
+        ("raters cite turns for each answer" if mode == EvidenceMode.PER_ITEM else "raters cite turns for the whole form")
+        + ("; required before submitting" if required else "; optional")
+    )
+    study_event(study=study, actor=actor, action="evidence_set", before=before,
+                after={"mode": mode, "required": required}, summary=summary)
     return study

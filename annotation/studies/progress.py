@@ -36,6 +36,8 @@ class RaterProgress:
     submitted_at: list[datetime] = field(default_factory=list)
     last_activity: datetime | None = None
     pace: Pace | None = None  # in-app raters only: imported ratings have no pace
+    # Submitted without the rating page ever timing them (imported from a file): never activity, pace or time.
+    imported: int = 0
 
     def saw(self, when: datetime | None) -> None:
         if when is not None and (self.last_activity is None or when > self.last_activity):
@@ -68,7 +70,7 @@ class RaterProgress:
     @property
     def total_display(self) -> str:
         # Imported ratings carry no reading time: a dash, not "0 s".
-        return "—" if self.external_label else duration(self.total_seconds)
+        return "—" if self.external_label or (self.imported and not self.total_seconds) else duration(self.total_seconds)
 
     @property
     def median_display(self) -> str:
@@ -195,8 +197,10 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
             row.moved_away += 1
             continue
         stale = is_stale(a, stale_before)
-        for when in (a.started_at, a.submitted_at, a.last_activity_at):
-            row.saw(when)
+        untimed = a.status == AssignmentStatus.SUBMITTED and a.started_at is None and not a.time_spent_seconds
+        if not untimed:  # an import's timestamps are the import's, not the rater's activity
+            for when in (a.started_at, a.submitted_at, a.last_activity_at):
+                row.saw(when)
         row.assigned += 1
         row.total_seconds += a.time_spent_seconds
         row.stale += stale
@@ -204,10 +208,14 @@ def study_progress(study: Study, *, now: datetime | None = None) -> Progress:
         totals["stale"] += stale
         if a.status == AssignmentStatus.SUBMITTED:
             row.submitted += 1
-            row.times.append(a.time_spent_seconds)
-            if a.submitted_at is not None:
-                row.submitted_at.append(a.submitted_at)
             totals["submitted"] += 1
+            if untimed:
+                row.imported += 1
+                totals["imported"] += 1
+            else:
+                row.times.append(a.time_spent_seconds)
+                if a.submitted_at is not None:
+                    row.submitted_at.append(a.submitted_at)
         elif a.status == AssignmentStatus.IN_PROGRESS:
             row.in_progress += 1
             totals["in_progress"] += 1

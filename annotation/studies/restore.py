@@ -17,6 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count, Max
 
 from annotation.errors import AnnotationError
 from annotation.models import (
@@ -26,13 +27,14 @@ from annotation.models import (
     ConsensusProvenance,
     ExternalRater,
     Rating,
+    RatingRevision,
     SamplingPlan,
     Study,
     StudyConversation,
     TiePolicy,
 )
 from annotation.studies.services import study_create, study_event
-from corpus.models import Instrument
+from corpus.models import Instrument, Message
 from stats.vera import rater_group
 
 # The study settings a bundle carries (study.json, "settings"), with their types.
@@ -46,6 +48,8 @@ SETTINGS: dict[str, type] = {
     "sitting_gap_minutes": int,
     "blinding_lifted": bool,
     "adjudication_unblinded": bool,
+    "evidence_mode": str,
+    "evidence_required": bool,
 }
 
 
@@ -233,3 +237,65 @@ def sampling_plan_restore(*, study: Study, judge_run: Any, fields: dict[str, Any
     if unknown:
         raise AnnotationError(f"unknown sampling plan field(s): {', '.join(unknown)}")
     return SamplingPlan.objects.create(study=study, judge_run=judge_run, **fields)
+
+
+@dataclass(frozen=True)
+class CitedTurns:
+    """Turns a rater cited, as a bundle carries them: for an answer (part main or section), a
+    question flow's dimension (part derived) or the rating as a whole (part form)."""
+
+    code: str
+    rater: str
+    part: str
+    item: str
+    turns: tuple[int, ...]
+
+
+@transaction.atomic
+def ratings_restore_evidence(*, study: Study, cited: list[CitedTurns]) -> int:
+    """Give the study's imported ratings the turns their raters cited; return how many were set.
+
+    Stored as ``annotation.rating.selectors.rating_evidence_by_item`` documents; a question
+    flow's dimensions (imported without their questions) keep theirs in
+    ``derived["evidence"]``. The rating's latest revision (the import's) gets them too, so its
+    history matches. Raises ``AnnotationError`` naming an unknown rating, answer or turn.
+    """
+    if not cited:
+        return 0
+    ratings = {
+        (r.assignment.conversation.code, r.assignment.rater_name): r
+        for r in Rating.objects.filter(assignment__study=study, status="submitted").exclude(assignment__status=AssignmentStatus.WITHDRAWN)
+        .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater")
+    }
+    counts = dict(
+        Message.objects.filter(conversation__study_links__study=study).values_list("conversation__code")
+        .annotate(n=Count("id")).values_list("conversation__code", "n")
+    )
+    changed: dict[int, Rating] = {}
+    for entry in cited:
+        rating = ratings.get((entry.code, entry.rater))
+        if rating is None:
+            raise AnnotationError(f"no submitted rating of conversation {entry.code} by {entry.rater}")
+        turns = sorted(set(entry.turns))
+        wrong = [t for t in turns if not 1 <= t <= counts.get(entry.code, 0)]
+        if wrong:
+            raise AnnotationError(f"turn {wrong[0]} is not a turn of conversation {entry.code} "
+                                  f"({counts.get(entry.code, 0)} messages)")
+        if not turns:
+            continue
+        if entry.part == "form":
+            rating.answers["form_evidence"] = turns
+        elif entry.part == "derived":
+            rating.derived = {**(rating.derived or {}), "evidence": {**(rating.derived or {}).get("evidence", {}), entry.item: turns}}
+        else:
+            answer = (rating.answers.get(entry.part) or {}).get(entry.item)
+            if answer is None:
+                raise AnnotationError(f"turns cited for {entry.part} item {entry.item} of {entry.code} by {entry.rater}, "
+                                      "which has no answer")
+            answer["evidence"] = turns
+        changed[rating.pk] = rating
+    for rating in changed.values():
+        rating.save(update_fields=["answers", "derived"])
+        RatingRevision.objects.filter(rating=rating, number=rating.revisions.aggregate(n=Max("number"))["n"]).update(
+            answers=rating.answers, derived=rating.derived)
+    return len(cited)

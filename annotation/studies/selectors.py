@@ -378,6 +378,7 @@ ACTIONS = {
     "sampling_plan": "Sampling plan drawn",
     "sitting_limit_set": "Break prompt changed",
     "rater_support_set": "Raters' support text changed",
+    "evidence_set": "Evidence from raters (cited turns) changed",
     "adjudication_blinding_set": "Adjudication blinding changed",
     # The coordinator's day (issue 19).
     "reminders_sent": "Reminders sent",
@@ -389,6 +390,7 @@ ACTIONS = {
     "holdout_split": "Split into development and test sets",
     "final_declared": "Judge version declared final",
     "test_set_evaluated": "Test set evaluated",
+    "judge_revised": "Judge revised and run on the development set",
 }
 
 
@@ -468,3 +470,20 @@ def study_list_for_rater(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Stu
     return Study.objects.filter(
         memberships__user=user, memberships__role=MemberRole.RATER, memberships__active=True
     ).distinct()
+
+
+def study_rater_letters(study: Study) -> dict[str, str]:
+    """Return each rater's pseudonym in the study ("Rater A"...), by rater name, in order of joining.
+
+    The same letter for the same rater on every page of the study (adjudication, the review page);
+    in-app raters first (as they joined), then external raters (as imported).
+    """
+    names = list(StudyMembership.objects.filter(study=study, role=MemberRole.RATER).order_by("added_at", "pk")
+                 .values_list("user__username", flat=True))
+    names += list(study.external_raters.order_by("pk").values_list("label", flat=True))
+    return {name: f"Rater {_letters(n)}" for n, name in enumerate(dict.fromkeys(names))}
+
+
+def _letters(n: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[n] if n < 26 else _letters(n // 26 - 1) + letters[n % 26]

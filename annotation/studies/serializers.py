@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.models import Assignment, ConsensusLabel, MemberRole, Study, TiePolicy
+from annotation.models import Assignment, ConsensusLabel, EvidenceMode, MemberRole, Study, TiePolicy
 from annotation.studies.forms import calibration_labels, reference_label
 from annotation.studies.selectors import conversations_by_codes, rater_candidates
 from corpus.models import Instrument, InstrumentKind
@@ -31,7 +31,8 @@ class StudySerializer(serializers.ModelSerializer):
             "id", "name", "description", "instrument", "section", "raters_per_conversation", "composition",
             "tie_policy", "min_ratings_for_consensus", "alt_test_epsilon", "calibration_required", "selection", "sample_seed",
             "assignment_seed",
-            "blinding_lifted", "is_demo", "created_at", "n_conversations", "raters",
+            "blinding_lifted", "evidence_mode", "evidence_required", "is_demo", "created_at", "n_conversations",
+            "raters",
         ]
 
     @extend_schema_field(RaterMembershipSerializer(many=True))
@@ -304,3 +305,12 @@ class ConsensusLabelSerializer(serializers.ModelSerializer):
 
 class AdjudicateSerializer(ReasonSerializer):
     label = serializers.CharField(help_text="the final label")
+
+
+class EvidenceSettingSerializer(serializers.Serializer):
+    evidence_mode = serializers.ChoiceField(
+        choices=EvidenceMode.choices, help_text="off, per_item (turns per answer) or whole_form (turns for the whole rating)"
+    )
+    evidence_required = serializers.BooleanField(
+        default=False, help_text="Submitting needs cited turns (ignored when the mode is off)"
+    )

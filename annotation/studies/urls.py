@@ -38,5 +38,6 @@ urlpatterns = [
     ),
     path("studies/<int:pk>/import-ratings/", views.study_import_ratings, name="study-import-ratings"),
     path("studies/<int:pk>/rater-support/", care_views.study_rater_support, name="study-rater-support"),
+    path("studies/<int:pk>/evidence/", care_views.study_evidence, name="study-evidence"),
     path("studies/<int:pk>/adjudication/blinding/", care_views.study_adjudication_blinding, name="study-adjudication-blinding"),
 ]

@@ -46,9 +46,11 @@ from annotation.studies.services import (
     study_add_rater,
     study_assign,
     study_create,
+    study_event,
     study_remove_rater,
 )
 from core.csvstream import csv_response
+from core.locks import locked_conversation_ids, withheld_note
 from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
 from core.uploads import read_upload
@@ -66,8 +68,10 @@ def _csv(filename: str, header: list[str], rows: Iterable[list[Any]]) -> HttpRes
 
 @require_GET
 def study_list(request: HttpRequest) -> HttpResponse:
-    studies = reads.coordinator_study_list(request.user)
-    return render(request, "annotation/coordinator/study_list.html", {"studies": studies})
+    # Researchers read their studies here too (the study pages' "Studies" breadcrumb leads here): issue 28.
+    studies = reads.coordinator_study_list(request.user, write=False)
+    return render(request, "annotation/coordinator/study_list.html",
+                  {"studies": studies, "can_create": reads.can_create_studies(request.user)})
 
 
 def study_new(request: HttpRequest) -> HttpResponse:
@@ -365,6 +369,7 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
         "page": table.paginate(rows),
         "summary": summary,
         "n_queue": summary.queue,
+        "withheld": withheld_note(n) if (n := len(locked_conversation_ids(study_id=study.pk))) else "",
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
 
@@ -381,7 +386,11 @@ def study_consensus_compute(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def study_consensus_csv(request: HttpRequest, pk: int) -> HttpResponse:
     study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
-    return _csv(f"study-{study.pk}-consensus.csv", *consensus_reads.consensus_csv_rows(study))
+    response = _csv(f"study-{study.pk}-consensus.csv", *consensus_reads.consensus_csv_rows(study))
+    withheld = len(locked_conversation_ids(study_id=study.pk))
+    if withheld:
+        response["X-Evalsite-Withheld"] = withheld_note(withheld)
+    return response
 
 
 def _queue_context(request: HttpRequest, study: Any, conversation_id: int | None, **extra: Any) -> dict[str, Any]:
@@ -396,12 +405,24 @@ def _queue_context(request: HttpRequest, study: Any, conversation_id: int | None
             case = consensus_reads.adjudication_conversation_case(study, conversation_id=conversation_id)
         except Http404:
             case = None  # settled meanwhile: show the queue
+    # Raters as Rater A, B, C (issue 28): their names only when a coordinator asks, recorded in the audit trail.
+    show_names = request.GET.get("names") == "1"  # every caller checked the user manages the study
+    if show_names and case is not None:
+        study_event(study=study, actor=request.user, action="adjudication_names_shown", conversation=case.conversation.code,
+                    reason="a coordinator chose to see the raters' names while adjudicating")
+    letters = reads.study_rater_letters(study) if case is not None else {}
+    case_rows = [
+        (c, [(a, a.username if show_names else letters.get(a.username, "Rater ?")) for a in c.answers])
+        for c in (case.cases if case is not None else [])
+    ]
     return {
         "study": study,
         "table": table,
         "page": page,
         "n_waiting": sum(len(g.entries) for g in queue),
         "case": case,
+        "show_names": show_names,
+        "case_rows": case_rows,
         "titles": consensus_reads.item_titles(study),
         "done": consensus_reads.adjudicated_entries(study)[:50],
         "chosen": {},
@@ -446,9 +467,11 @@ def study_adjudicate_conversation(request: HttpRequest, pk: int, conversation_id
             messages.success(
                 request,
                 f"{case.conversation.code}: {len(entries)} final label{'s' if len(entries) != 1 else ''} recorded"
-                + (f"; {left} item{'s' if left != 1 else ''} of it still open." if left else "."),
+                + (f"; {left} item{'s' if left != 1 else ''} of it still open." if left else "; the next conversation is open."),
             )
-            return redirect("annotation:study-adjudication", pk=pk)
+            # Stay on the conversation while it has disputed items; then the queue opens the next one.
+            target = reverse("annotation:study-adjudication", args=[pk])
+            return redirect(f"{target}?conversation={conversation_id}" if left else target)
     context = _queue_context(request, study, conversation_id, errors=errors, chosen=chosen, reason=reason)
     return render(request, "annotation/coordinator/adjudication.html", context, status=400)
 
@@ -469,7 +492,9 @@ def study_adjudicate(request: HttpRequest, pk: int, consensus_id: int) -> HttpRe
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"{entry.conversation.code} · {case.item.text}: final label '{entry.label}' recorded.")
-            return redirect("annotation:study-adjudication", pk=pk)
+            still_open = consensus_reads.adjudication_queue(study).filter(conversation_id=entry.conversation_id).exists()
+            target = reverse("annotation:study-adjudication", args=[pk])
+            return redirect(f"{target}?conversation={entry.conversation_id}" if still_open else target)
     errors = {"labels": " ".join(form.non_field_errors() + form.errors.get("label", [])), "reason": " ".join(form.errors.get("reason", []))}
     context = _queue_context(request, study, case.entry.conversation_id, errors={k: v for k, v in errors.items() if v},
                              chosen={case.entry.pk: request.POST.get("label", "")}, reason=request.POST.get("reason", ""))

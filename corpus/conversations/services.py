@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +41,26 @@ class ConversationImportResult:
 
     def summary(self) -> str:
         verb = "would import" if self.dry_run else "imported"
-        return (
+        text = (
             f"{verb} {len(self.created) if not self.dry_run else self.total - len(self.duplicates)} "
             f"conversation(s); {len(self.duplicates)} already present (same content), skipped"
         )
+        flagged = self.flagged_reasons()
+        if flagged:
+            n = sum(flagged.values())
+            reasons = "; ".join(f"{reason} ({count})" for reason, count in flagged.most_common(3))
+            text += (f"; {n} flagged by the integrity checks ({reasons}): a new study leaves flagged conversations out "
+                     "unless told to keep them")
+        return text
+
+    def flagged_reasons(self) -> Counter[str]:
+        """Return how many imported conversations the integrity checks flagged, per reason (issue 28)."""
+        reasons: Counter[str] = Counter()
+        for conversation in self.created:
+            if conversation.integrity_ok is False:
+                for flag in conversation.integrity_flags or ["flagged"]:
+                    reasons[str(flag.get("code") or flag.get("message")) if isinstance(flag, dict) else str(flag)] += 1
+        return reasons
 
 
 def conversations_import(

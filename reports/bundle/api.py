@@ -18,6 +18,7 @@ from reports import selectors
 from reports.api import CanReadReports
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.importer import bundle_import
+from reports.bundle.lock import bundle_refusal
 
 
 class StudyBundleView(APIView):
@@ -28,6 +29,9 @@ class StudyBundleView(APIView):
         """The study's publication bundle (zip): transcripts, ratings, judge labels, instrument, personas, codebook,
         methods, figures and a manifest with SHA-256 checksums (``docs/formats.md``, "Publication bundle")."""
         study = selectors.study_get_for_reports(request.user, pk=pk)
+        refusal = bundle_refusal(study)
+        if refusal:
+            return Response({"detail": refusal}, status=409)
         response = HttpResponse(study_bundle_zip(study=study), content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-bundle.zip"'
         return response

@@ -28,12 +28,14 @@ from annotation.models import Study
 from annotation.studies.ratings_import import ratings_import
 from annotation.studies.restore import (
     AssignmentTiming,
+    CitedTurns,
     ConsensusEntry,
     ConversationLink,
     OpenAssignment,
     assignments_restore_open,
     assignments_restore_timing,
     consensus_restore,
+    ratings_restore_evidence,
     sampling_plan_restore,
     study_restore,
 )
@@ -187,6 +189,16 @@ def _time(table: _Table, line: int, column: str, value: str, problems: list[Prob
     return stamp
 
 
+def _turns(table: _Table, line: int, value: str, problems: list[Problem]) -> tuple[int, ...]:
+    """Read an evidence_turns cell ("3;5"; empty: none)."""
+    cells = [c.strip() for c in (value or "").split(";") if c.strip()]
+    if not all(c.isdigit() and int(c) >= 1 for c in cells):
+        problems.append(Problem(f"'{value}' is not a list of turn numbers separated by ';' (e.g. 3;5)", table.name, line,
+                                layout.EVIDENCE_TURNS))
+        return ()
+    return tuple(int(c) for c in cells)
+
+
 def _service(call: Any, file: str) -> Any:
     """Run an app service; its ``AnnotationError`` becomes a problem of ``file``."""
     try:
@@ -298,7 +310,7 @@ def _conversations_by_code(bundle: _Bundle) -> dict[str, int]:
 def _ratings(bundle: _Bundle, study: Study, actor: AbstractBaseUser | None) -> int:
     """Import ratings_long.csv in the stored order of assignments.csv, then restore positions and timing."""
     assignments = bundle.table(layout.ASSIGNMENTS)
-    ratings = bundle.table(layout.RATINGS_LONG)
+    ratings = bundle.table(layout.RATINGS_LONG, [c for c, _ in layout.COLUMNS[layout.RATINGS_LONG] if c != layout.EVIDENCE_TURNS])
     problems: list[Problem] = []
     order: dict[tuple[str, str], int] = {}
     timings = []
@@ -322,10 +334,11 @@ def _ratings(bundle: _Bundle, study: Study, actor: AbstractBaseUser | None) -> i
         ))
     flow = study.instrument.kind == InstrumentKind.FLOW
     kept: list[tuple[int, int, list[str]]] = []
+    cited: list[CitedTurns] = []
     for line, row in ratings.rows:
         part = row["part"]
-        if part not in ("main", "section", "derived"):
-            problems.append(Problem(f"unknown part '{part}'; expected main, section or derived", ratings.name, line, "part"))
+        if part not in ("main", "section", "derived", "form"):
+            problems.append(Problem(f"unknown part '{part}'; expected main, section, derived or form", ratings.name, line, "part"))
             continue
         if (part == "main" and flow) or (part == "derived" and not flow):
             continue  # a flow's answered questions: its dimensions (derived) are what reports read
@@ -334,6 +347,11 @@ def _ratings(bundle: _Bundle, study: Study, actor: AbstractBaseUser | None) -> i
             problems.append(Problem(f"rating of '{row['unit']}' by '{row['rater']}' has no row in {layout.ASSIGNMENTS}",
                                     ratings.name, line, "unit"))
             continue
+        turns = _turns(ratings, line, row.get(layout.EVIDENCE_TURNS, ""), problems)
+        if turns:
+            cited.append(CitedTurns(row["unit"], row["rater"], part, row["item"], turns))
+        if part == "form":
+            continue  # turns cited for the whole form: no answer
         item = f"section:{row['item']}" if part == "section" else row["item"]
         kept.append((order[key], line, [row["unit"], row["rater"], item, row["label"], row["note"]]))
     if problems:
@@ -347,6 +365,7 @@ def _ratings(bundle: _Bundle, study: Study, actor: AbstractBaseUser | None) -> i
         # The import read a reordered copy: name the bundle file's own lines.
         raise ImportRejected([Problem(p.message, layout.RATINGS_LONG, lines[p.line - 2] if p.line and 2 <= p.line < len(lines) + 2 else p.line,
                                       p.column) for p in exc.problems]) from exc
+    _service(lambda: ratings_restore_evidence(study=study, cited=cited), layout.RATINGS_LONG)
     _service(lambda: assignments_restore_timing(study=study, timings=timings), layout.ASSIGNMENTS)
     _service(lambda: assignments_restore_open(study=study, assignments=open_work, source=bundle.file), layout.ASSIGNMENTS)
     return len(order)

@@ -19,6 +19,7 @@ RATINGS_VERA = "ratings_vera_mh.csv"
 ASSIGNMENTS = "assignments.csv"
 CONSENSUS = "consensus.csv"
 JUDGE_LABELS = "judge_labels_long.csv"
+EVIDENCE_TURNS = "evidence_turns"  # ratings_long.csv's column added after format 1: optional on import
 FIGURES_DIR = "figures/"
 PLOTLY_DIR = "figures/plotly/"
 
@@ -27,12 +28,15 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     RATINGS_LONG: [
         ("unit", "conversation code (C-XXXXXX), the pseudonym used in every file of the bundle"),
         ("rater", "rater name: the username of an in-app rater or the label of an external rater"),
-        ("part", "main (the study's instrument), section (the study's rating section) or derived (a question flow's dimension label, from the answered questions)"),
+        ("part", "main (the study's instrument), section (the study's rating section), derived (a question flow's dimension label, from the answered questions) or form (the turns cited for the rating as a whole: item evidence, no label)"),
         ("item", "item key of the instrument or section; for part derived, the dimension"),
         ("label", "the answer as stored (see the labels below); empty: not answered"),
         ("note", "the rater's note on the answer, if any"),
         ("submitted_at", "when the rating was submitted (ISO 8601, UTC offset)"),
         ("time_spent_seconds", "active time on the rating page, in seconds (0: not recorded, e.g. ratings imported from a file)"),
+        (EVIDENCE_TURNS, "the transcript turns the rater cited for the answer, separated by ';' (turn n: the conversation's n-th message, "
+                         "system messages counted, as in judge_labels_long.csv); empty: none cited. Derived rows: the union of the "
+                         "dimension's questions; the form row: the turns cited for the rating as a whole. Optional on import (older bundles)"),
     ],
     ASSIGNMENTS: [
         ("unit", "conversation code"),

@@ -28,7 +28,7 @@ from reports.models import HoldoutPart
 from reports.selectors import study_data_version
 from stats.agreement import cohen_kappa
 from stats.data import NA_CATEGORY, is_na_label
-from stats.drift import drift_report, label_flips
+from stats.drift import drift_report, flip_directions, label_flips, paired_kappa_difference
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260115  # fixed: the same labels always give the same interval
@@ -114,16 +114,29 @@ def _titles(*runs: JudgeRun) -> dict[str, str]:
 
 def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: LabelSource, study: Study | None) -> dict[str, Any]:
     a, b = run_labels(run_a, source_a), run_labels(run_b, source_b)
-    shared = set(a.conversations) & set(b.conversations)
+    judged_a, judged_b = set(a.conversations), set(b.conversations)
+    # A study split for judge development: the versions are compared on its development set only.
+    # Its test set's conversations are left out altogether (flips included), so revising a judge
+    # never shows a held-out conversation.
+    split = split_current(study) if study is not None else None
+    development = split_conversation_ids(split, HoldoutPart.DEV) if split is not None else None
+    n_test_left_out = 0
+    if development is not None:
+        held_out = split_conversation_ids(split, HoldoutPart.TEST)  # type: ignore[arg-type]
+        n_test_left_out = len((judged_a | judged_b) & held_out)
+        judged_a, judged_b = judged_a & development, judged_b & development
+    shared = judged_a & judged_b
     payload: dict[str, Any] = {
         "a": _version(run_a, source_a),
         "b": _version(run_b, source_b),
         "study": study.pk if study else None,
         "n_shared_conversations": len(shared),
-        "n_only_a": len(set(a.conversations) - shared),
-        "n_only_b": len(set(b.conversations) - shared),
+        "n_only_a": len(judged_a - shared),
+        "n_only_b": len(judged_b - shared),
         "notes": [],
     }
+    if n_test_left_out:
+        payload["n_test_left_out"] = n_test_left_out
     if run_a.instrument_id != run_b.instrument_id:
         payload["notes"].append(
             f"The versions used different instruments ({run_a.instrument} and {run_b.instrument}): only items with the "
@@ -140,14 +153,12 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     reference: dict[tuple[str, str], str] = {}
     if study is not None:
         codes = {cid: a.conversations[cid].code for cid in shared}
-        # A study split for judge development: versions are compared with the clinicians on its
-        # development set only; the held-out test set's labels are never read here.
-        split = split_current(study)
-        development = split_conversation_ids(split, HoldoutPart.DEV) if split is not None else None
+        # The clinicians' labels of the development set only: the test set's are never read here.
         if split is not None:
             payload["notes"].append(
                 f"Human reference: the development set of the study's split {split.number} ({split.n_dev} conversations); "
-                f"its {split.n_test} test-set conversations are held out for versions declared final."
+                f"its {split.n_test} test-set conversations are held out for versions declared final"
+                + (f" ({n_test_left_out} of them judged here, left out of this comparison)." if n_test_left_out else ".")
             )
             payload["holdout"] = {"set": "development", "split": split.number, "n_conversations": split.n_dev}
         for cid, items in study_human_labels(study, conversation_ids=development).items():
@@ -167,6 +178,7 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
     else:
         flips = label_flips(rows_a, rows_b)
     kappas = _human_kappas(rows_a, rows_b, reference)
+    directions, directions_pooled = flip_directions(flips.flips, reference)
     items = []
     for drift in sorted(flips.items, key=lambda d: order.get(d.item, 10**6)):
         items.append({
@@ -174,6 +186,7 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
             "n_compared": drift.n_compared, "n_same": drift.n_same, "n_flipped": drift.n_flipped,
             "agreement": drift.agreement, "kappa": drift.kappa, "n_only_a": drift.n_only_a, "n_only_b": drift.n_only_b,
             "humans": {**humans[drift.item], **kappas.get(drift.item, {})} if drift.item in humans else None,
+            "directions": _directions(directions.get(drift.item), drift.item),
         })
     pooled = flips.pooled
     payload["items"] = items
@@ -182,23 +195,40 @@ def _compute(run_a: JudgeRun, source_a: LabelSource, run_b: JudgeRun, source_b: 
         "n_flipped": pooled.n_flipped, "agreement": pooled.agreement, "kappa": pooled.kappa,
         "n_only_a": pooled.n_only_a, "n_only_b": pooled.n_only_b,
         "humans": {**humans[None], **kappas.get(None, {})} if None in humans else None,
+        "directions": directions_pooled.as_dict(),
     }
     payload["titles"] = {str(i["item"]): i["title"] for i in items}
     payload["flips"] = _flip_rows(flips.flips, a, reference)
     return payload
 
 
-def _human_kappas(rows_a: dict, rows_b: dict, reference: dict) -> dict[Any, dict[str, float | None]]:
-    """Return Cohen's kappa of each version with the humans, on the pairs all three labelled."""
-    pairs: dict[Any, list[tuple[str, str, str]]] = {}
+def _directions(found: Any, item: Any) -> dict[str, Any]:
+    if found is None:
+        return {"item": item, "n_flipped": 0, "towards": 0, "away": 0, "other": 0, "no_reference": 0, "net": 0}
+    return found.as_dict()
+
+
+def _human_kappas(rows_a: dict, rows_b: dict, reference: dict) -> dict[Any, dict[str, Any]]:
+    """Return Cohen's kappa of each version with the humans, on the pairs all three labelled, and B − A.
+
+    The difference has a paired bootstrap interval over conversations (``stats.drift.paired_kappa_difference``,
+    the same resamples, seed and confidence as the agreement difference).
+    """
+    pairs: dict[Any, list[tuple[str, str, str, str]]] = {}
     for key, human in reference.items():
         if key in rows_a and key in rows_b:
-            pairs.setdefault(key[1], []).append((human, rows_a[key], rows_b[key]))
-    out: dict[Any, dict[str, float | None]] = {}
-    for item, triples in [*pairs.items(), (None, [t for ts in pairs.values() for t in ts])]:
+            pairs.setdefault(key[1], []).append((key[0], human, rows_a[key], rows_b[key]))
+    out: dict[Any, dict[str, Any]] = {}
+    for item, rows in [*pairs.items(), (None, [t for ts in pairs.values() for t in ts])]:
+        change = paired_kappa_difference(
+            [h for _, h, _, _ in rows], [x for _, _, x, _ in rows], [y for _, _, _, y in rows],
+            units=[u for u, _, _, _ in rows], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED, confidence=CONFIDENCE,
+        )
         out[item] = {
-            "kappa_a": _kappa([(h, x) for h, x, _ in triples]),
-            "kappa_b": _kappa([(h, y) for h, _, y in triples]),
+            "kappa_a": _kappa([(h, x) for _, h, x, _ in rows]),
+            "kappa_b": _kappa([(h, y) for _, h, _, y in rows]),
+            "kappa_difference": change.difference,
+            "kappa_interval": change.interval.as_dict(),
         }
     return out
 
@@ -252,6 +282,8 @@ ITEM_HEADER = [
     "item", "n_compared", "n_same", "n_flipped", "agreement_between_versions", "kappa_between_versions",
     "n_only_a", "n_only_b", "human_agreement_a", "human_agreement_b", "difference_b_minus_a", "ci_low", "ci_high",
     "kappa_with_humans_a", "kappa_with_humans_b", "n_conversations", "n_pairs", "n_a_better", "n_b_better",
+    "kappa_difference_b_minus_a", "kappa_ci_low", "kappa_ci_high", "flips_towards_humans", "flips_away_from_humans",
+    "flips_neither", "flips_without_consensus",
 ]
 
 
@@ -274,12 +306,15 @@ def item_csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
     out = []
     for row in [*payload.get("items", []), *([payload["pooled"]] if payload.get("pooled") else [])]:
         h = row.get("humans") or {}
+        d = row.get("directions") or {}
         ci = h.get("interval") or {}
         out.append([
             row["item"] if row["item"] is not None else "pooled", row["n_compared"], row["n_same"], row["n_flipped"],
             row["agreement"], row["kappa"], row["n_only_a"], row["n_only_b"], h.get("agreement_a"), h.get("agreement_b"),
             h.get("difference"), ci.get("low"), ci.get("high"), h.get("kappa_a"), h.get("kappa_b"),
             h.get("n_units"), h.get("n_rows"), h.get("n_a_better"), h.get("n_b_better"),
+            h.get("kappa_difference"), (h.get("kappa_interval") or {}).get("low"), (h.get("kappa_interval") or {}).get("high"),
+            d.get("towards"), d.get("away"), d.get("other"), d.get("no_reference"),
         ])
     return out
 

@@ -13,9 +13,10 @@ from core.roles import Role
 from core.tables import Column, TableQuery, matches
 from judging.errors import JudgingError
 from reports.drift import selectors, services
+from reports.drift.headline import drift_headline
 
 REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
-PARAMS = ("a_run", "a_source", "b_run", "b_source", "study")
+PARAMS = ("a_run", "a_source", "b_run", "b_source", "study", "item")
 FLIP_COLUMNS = [
     Column("conversation", "Conversation", lambda f: f["conversation"]),
     Column("chatbot", "Chatbot", lambda f: f["chatbot"]),
@@ -67,6 +68,7 @@ def drift(request: HttpRequest) -> HttpResponse:
         "table": table,
         "page": page,
         "query": "&".join(f"{k}={request.GET[k]}" for k in PARAMS if request.GET.get(k)),
+        "headline": drift_headline(loaded["data"], request.GET.get("item")),
     }
     return render(request, "reports/drift.html", context, status=400 if loaded["error"] else 200)
 

@@ -35,14 +35,23 @@ def judge_drift(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         f"({cite('cohen1960')}) and list every flipped label with both versions' rationales.",
     ]
     refs: tuple[str, ...] = ("cohen1960",)
+    holdout = payload.get("holdout") or {}
+    if holdout:
+        sentences.append(
+            f"The study was split for judge development: the comparison is on the development set of split {holdout.get('split')} "
+            f"({count(holdout.get('n_conversations') or 0, 'conversation')}) only; its test-set conversations"
+            + (f" ({number(payload['n_test_left_out'])} judged by a version)" if payload.get("n_test_left_out") else "")
+            + " were left out."
+        )
     boot = payload.get("bootstrap") or {}
     if payload.get("study") and payload.get("n_reference"):
         sentences.append(
             f"Against the human consensus of study #{payload['study']} ({count(payload['n_reference'], 'label')}), each "
-            "version's percent agreement and Cohen's kappa are given, with the difference B − A in agreement and its "
-            f"{share(boot.get('confidence', 0.95))} confidence interval by the {boot.get('method', 'paired percentile bootstrap')} "
+            "version's percent agreement and Cohen's kappa are given, with the differences B − A in agreement and in kappa "
+            f"and their {share(boot.get('confidence', 0.95))} confidence intervals by the {boot.get('method', 'paired percentile bootstrap')} "
             f"({count(boot.get('resamples') or 0, 'resample')}, {seed_text(boot.get('seed'))}; {cite('efron1993')}): both "
-            "versions are read on the same resampled conversations."
+            "versions are read on the same resampled conversations. Each flipped label is counted as moving towards the "
+            "consensus (B's label equals it, A's did not), away from it (the reverse) or neither."
         )
         refs += ("efron1993",)
     elif payload.get("study"):

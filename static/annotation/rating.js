@@ -7,6 +7,13 @@
  * the page with its reason until the rater tries again or discards it, a network or server
  * failure is retried with backoff, and every unsaved answer is also kept in local storage
  * (restored, and offered for saving, when the page is opened again). No dependencies.
+ *
+ * Evidence (studies that ask raters to cite turns): each turn of the transcript has a "Cite"
+ * button, and [ / ] then c do the same from the keyboard. A cited turn goes to the question the
+ * rater is on (or to the whole form) and shows as a chip beside it; it travels with that
+ * question's answer through the same queue ("part|key" entries carry "evidence"), the whole
+ * form's as the entry "form|". Turns are sent in the conversation's numbering (data-cite-turn),
+ * shown as the rater reads them (data-shown).
  */
 (function () {
   "use strict";
@@ -39,6 +46,8 @@
   var retryWhy = "";
   var countdown = null;
   var current = null; // the item the keyboard acts on
+  var evidenceMode = config.evidenceMode || "off";
+  var turnAt = null; // the transcript turn that [ and ] moved to (c cites it)
 
   // ---------------------------------------------------------------- local copy of unsaved answers
   function unsavedEntries() {
@@ -161,14 +170,17 @@
   }
 
   function labelOf(entry) {
+    if (entry.part === "form") return "Turns for the whole form";
     var el = itemFor(entry.part, entry.item_key);
     var num = el ? (el.querySelector(".qnum") || {}).textContent || entry.item_key : entry.item_key;
     return "Question " + num;
   }
 
   function describe(entry) {
+    var turns = (entry.evidence || []).map(shownTurn).join(", ");
+    if (entry.part === "form") return labelOf(entry) + ": " + (turns || "(none)");
     return labelOf(entry) + ": " + (entry.value === "" ? "(empty)" : entry.value) +
-      (entry.note ? " (note: " + entry.note + ")" : "");
+      (entry.note ? " (note: " + entry.note + ")" : "") + (turns ? " (cited turns " + turns + ")" : "");
   }
 
   // ---------------------------------------------------------------- answers on the page
@@ -193,15 +205,160 @@
   }
 
   function same(a, b) {
-    return (a.value || "") === (b.value || "") && (a.note === null || a.note === undefined || (a.note || "") === (b.note || ""));
+    return (a.value || "") === (b.value || "") && (a.note === null || a.note === undefined || (a.note || "") === (b.note || "")) &&
+      (a.evidence === undefined || (a.evidence || []).join(" ") === (b.evidence || []).join(" "));
+  }
+
+  // ---------------------------------------------------------------- evidence: cited turns
+  function evidenceBox(el) { return el ? el.querySelector(".evidence") : null; }
+
+  function evidenceOf(el) {
+    var box = evidenceBox(el);
+    if (!box) return null;
+    var raw = (box.dataset.evidence || "").trim();
+    return raw ? raw.split(/\s+/).map(Number) : [];
+  }
+
+  function bubbleOf(n) { return document.querySelector('[data-cite-turn="' + n + '"]'); }
+
+  function shownTurn(n) {
+    var bubble = bubbleOf(n);
+    return bubble ? bubble.dataset.shown : String(n);
+  }
+
+  function setEvidence(el, turns) {
+    var box = evidenceBox(el);
+    if (!box) return;
+    turns = Array.from(new Set(turns)).sort(function (a, b) { return a - b; });
+    box.dataset.evidence = turns.join(" ");
+    var ul = box.querySelector(".evidence-chips");
+    ul.textContent = "";
+    turns.forEach(function (n) {
+      var li = document.createElement("li");
+      li.className = "chip";
+      var jump = document.createElement("a");
+      jump.className = "chip-jump";
+      jump.href = "#turn-" + shownTurn(n);
+      jump.dataset.turn = n;
+      jump.textContent = "turn " + shownTurn(n);
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "chip-remove link";
+      remove.dataset.turn = n;
+      remove.setAttribute("aria-label", "Remove turn " + shownTurn(n));
+      remove.textContent = "×";
+      li.appendChild(jump);
+      li.appendChild(remove);
+      ul.appendChild(li);
+    });
+    box.querySelector(".evidence-none").hidden = turns.length > 0;
+    refreshCites();
+  }
+
+  // Where a cited turn goes: the whole form, or the question the rater is on.
+  function citeTarget() {
+    if (evidenceMode === "whole_form") return document.getElementById("form-evidence");
+    if (evidenceMode !== "per_item") return null;
+    return current && !current.hidden && evidenceBox(current) ? current : null;
+  }
+
+  function refreshCites() {
+    var target = citeTarget();
+    var turns = target ? evidenceOf(target) : [];
+    document.querySelectorAll(".cite-turn").forEach(function (button) {
+      var on = turns.indexOf(Number(button.dataset.cite)) >= 0;
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      button.closest(".bubble").classList.toggle("cited", on);
+    });
+    document.querySelectorAll(".citing").forEach(function (el) { if (el !== target) el.classList.remove("citing"); });
+    if (target && evidenceMode === "per_item") target.classList.add("citing");
+    var line = document.getElementById("cite-target");
+    if (line && evidenceMode === "per_item" && target) {
+      var num = (target.querySelector(".qnum") || {}).textContent || target.dataset.key;
+      line.textContent = "Citing turns for question " + num + (turns.length ? ": turn " + turns.map(shownTurn).join(", ") : ": none yet") + ".";
+    }
+  }
+
+  function announce(text) {
+    var line = document.getElementById("cite-target");
+    if (line) line.textContent = text;
+  }
+
+  function toggleCite(n) {
+    var target = citeTarget();
+    if (!target) {
+      announce("Choose a question first (select its answer or press j), then cite the turns that support it.");
+      return false;
+    }
+    var turns = evidenceOf(target);
+    var at = turns.indexOf(n);
+    if (at >= 0) turns.splice(at, 1); else turns.push(n);
+    setEvidence(target, turns);
+    queueSave(target);
+    var bubble = bubbleOf(n);
+    if (bubble) markTurn(bubble);
+    if (evidenceMode === "per_item") {
+      var num = (target.querySelector(".qnum") || {}).textContent || target.dataset.key;
+      announce("Turn " + shownTurn(n) + (at >= 0 ? " removed from" : " cited for") + " question " + num +
+        (target.querySelector("input[type=radio]:checked, textarea[data-text-answer]") ? "." : ": saved with your answer once you give it."));
+    } else {
+      announce("Turn " + shownTurn(n) + (at >= 0 ? " removed from" : " cited for") + " the whole form.");
+    }
+    return true;
+  }
+
+  function markTurn(bubble) {
+    if (turnAt) turnAt.classList.remove("turn-at");
+    turnAt = bubble;
+    bubble.classList.add("turn-at");
+  }
+
+  function moveTurn(step) {
+    var list = Array.from(document.querySelectorAll("[data-cite-turn]"));
+    if (!list.length) return;
+    var at = list.indexOf(turnAt);
+    var next = at < 0 ? (step > 0 ? 0 : list.length - 1) : Math.min(Math.max(at + step, 0), list.length - 1);
+    showView("transcript");
+    markTurn(list[next]);
+    list[next].focus({ preventScroll: true });
+    list[next].scrollIntoView({ block: "nearest" });
+  }
+
+  function jumpToTurn(n) {
+    var bubble = bubbleOf(n);
+    if (!bubble) return;
+    showView("transcript");
+    markTurn(bubble);
+    bubble.focus({ preventScroll: true });
+    bubble.scrollIntoView({ block: "center" });
+  }
+
+  // Put an entry (saved, kept or restored) back on the page: answer, note and cited turns.
+  function showEntry(el, entry) {
+    if (el.dataset.part !== "form") setAnswer(el, entry.value, entry.note);
+    if (entry.evidence !== undefined) setEvidence(el, entry.evidence || []);
   }
 
   function queueSave(el) {
+    var id = el.dataset.part + "|" + el.dataset.key;
+    var evidence = evidenceOf(el);
+    var entry;
+    if (el.dataset.part === "form") {
+      entry = { part: "form", item_key: "", evidence: evidence || [] };
+      refused.delete(id);
+      restored.delete(id);
+      pending.delete(id);
+      pending.set(id, entry);
+      return flush();
+    }
     var answer = answerOf(el);
-    if (answer.value === null) return; // a note waits for its answer
-    var entry = { part: el.dataset.part, item_key: el.dataset.key, value: answer.value };
+    if (answer.value === null) return; // a note (or a cited turn) waits for its answer
+    entry = { part: el.dataset.part, item_key: el.dataset.key, value: answer.value };
     if (answer.note !== null) entry.note = answer.note;
-    var id = entry.part + "|" + entry.item_key;
+    // Cited turns go with the answer (an empty answer clears them); none are sent to a study
+    // that stopped asking unless some were saved.
+    var saved = (confirmed.get(id) || {}).evidence || [];
+    if (evidence !== null && answer.value.trim() !== "" && (evidence.length || saved.length)) entry.evidence = evidence;
     refused.delete(id); // a new answer replaces a refused one: it is sent again
     restored.delete(id);
     pending.delete(id); // keep queue order = order of changes
@@ -288,9 +445,12 @@
         if (id.indexOf(part + "|") === 0 && !(id.slice(part.length + 1) in given)) confirmed.set(id, { value: "", note: "" });
       });
       Object.keys(given).forEach(function (key) {
-        confirmed.set(part + "|" + key, { value: String(given[key].value || ""), note: String(given[key].note || "") });
+        confirmed.set(part + "|" + key, {
+          value: String(given[key].value || ""), note: String(given[key].note || ""), evidence: given[key].evidence || [],
+        });
       });
     });
+    if (document.getElementById("form-evidence")) confirmed.set("form|", { value: "", note: "", evidence: answers.form_evidence || [] });
   }
 
   function keep(id, entry) {
@@ -332,8 +492,8 @@
     ids.forEach(function (id) {
       var parts = id.split("|");
       var el = itemFor(parts[0], parts.slice(1).join("|"));
-      var saved = confirmed.get(id) || { value: "", note: "" };
-      if (el && !withdrawn) setAnswer(el, saved.value, saved.note);
+      var saved = confirmed.get(id) || { value: "", note: "", evidence: [] };
+      if (el && !withdrawn) showEntry(el, Object.assign({ evidence: [] }, saved));
       refused.delete(id);
       restored.delete(id);
       pending.delete(id);
@@ -511,6 +671,13 @@
     else if (key === "u") focusItem(items().filter(unanswered)[0]);
     else if (key === "?") toggleHelp();
     else if (key === "t") { showView("transcript"); document.getElementById("transcript").focus(); }
+    else if (evidenceMode !== "off" && (key === "[" || key === "]")) moveTurn(key === "]" ? 1 : -1);
+    else if (evidenceMode !== "off" && key === "c") {
+      var bubble = target.closest && target.closest("[data-cite-turn]");
+      if (bubble) markTurn(bubble);
+      handled = turnAt ? toggleCite(Number(turnAt.dataset.citeTurn)) : false;
+      if (!turnAt) announce("Go to a turn first: ] moves to the next turn, [ to the previous one.");
+    }
     else if (key === "y" || key === "n" || key === "a") handled = choose(current, '[data-letter="' + key + '"]');
     else if (/^[1-9]$/.test(key)) handled = choose(current, '[data-n="' + key + '"]');
     else handled = false;
@@ -519,7 +686,10 @@
 
   document.addEventListener("focusin", function (event) {
     var el = event.target.closest && event.target.closest(ITEM);
-    if (el) current = el;
+    if (el) {
+      current = el;
+      if (evidenceMode === "per_item") refreshCites();
+    }
   });
 
   // ---------------------------------------------------------------- phones: transcript or questions
@@ -557,8 +727,14 @@
   items().forEach(function (el) {
     if (el.classList.contains("ro-item")) return;
     var a = answerOf(el);
-    confirmed.set(el.dataset.part + "|" + el.dataset.key, { value: a.value || "", note: a.note || "" });
+    confirmed.set(el.dataset.part + "|" + el.dataset.key, { value: a.value || "", note: a.note || "", evidence: evidenceOf(el) || [] });
+    if (evidenceBox(el)) setEvidence(el, evidenceOf(el));
   });
+  var formEvidence = document.getElementById("form-evidence");
+  if (formEvidence) {
+    confirmed.set("form|", { value: "", note: "", evidence: evidenceOf(formEvidence) });
+    setEvidence(formEvidence, evidenceOf(formEvidence));
+  }
   var kept = readStore();
   if (kept && kept.entries) {
     Object.keys(kept.entries).forEach(function (id) {
@@ -568,7 +744,7 @@
       if (!el || same(entry, saved)) return; // the server has it: nothing to restore
       delete entry.label;
       restored.set(id, entry);
-      setAnswer(el, entry.value, entry.note);
+      showEntry(el, entry);
     });
   }
   render();
@@ -612,6 +788,25 @@
       if (open) (fq.querySelector("input[type=radio]:checked") || fq.querySelector("input[type=radio]")).focus();
     });
   });
+
+  document.querySelectorAll(".cite-turn").forEach(function (button) {
+    button.addEventListener("click", function () { toggleCite(Number(button.dataset.cite)); });
+  });
+  form.addEventListener("click", function (event) {
+    var chip = event.target.closest && event.target.closest(".chip-jump, .chip-remove");
+    if (!chip) return;
+    event.preventDefault();
+    var n = Number(chip.dataset.turn);
+    var owner = chip.closest(ITEM) || chip.closest("#form-evidence");
+    if (chip.classList.contains("chip-jump")) return jumpToTurn(n);
+    current = owner.id === "form-evidence" ? current : owner;
+    setEvidence(owner, evidenceOf(owner).filter(function (t) { return t !== n; }));
+    queueSave(owner);
+    announce("Turn " + shownTurn(n) + " removed.");
+    var next = owner.querySelector(".chip-remove") || owner;
+    next.focus();
+  });
+  refreshCites();
 
   banner.querySelector(".banner-retry").addEventListener("click", retryNow);
   banner.querySelector(".banner-discard").addEventListener("click", discardUnsaved);

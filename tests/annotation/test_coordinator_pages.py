@@ -109,12 +109,29 @@ def test_outsiders_raters_and_other_coordinators_get_404_on_every_other_coordina
     assert set(assigned.events.values_list("action", flat=True)) == {"study_created", "assigned"}
 
 
-@pytest.mark.parametrize("name", ["annotation:study-list", "annotation:study-create", "annotation:study-selection-preview"])
-def test_only_coordinators_and_admins_open_the_study_list_and_form(outsider, clinician, researcher, coordinator, admin_user, name):
+@pytest.mark.parametrize("name", ["annotation:study-create", "annotation:study-selection-preview"])
+def test_only_coordinators_and_admins_open_the_study_form(outsider, clinician, researcher, coordinator, admin_user, name):
     for user in (outsider, clinician, researcher):
         assert client_for(user).get(reverse(name)).status_code == 404
     for user in (coordinator, admin_user):
         assert client_for(user).get(reverse(name)).status_code == 200
+
+
+def test_researchers_read_the_study_list_of_their_own_studies_without_the_create_buttons(
+    outsider, clinician, researcher, coordinator, admin_user, study
+):
+    for user in (outsider, clinician):
+        assert client_for(user).get(reverse("annotation:study-list")).status_code == 404
+    page = client_for(researcher).get(reverse("annotation:study-list"))
+    assert page.status_code == 200 and study.name not in page.content.decode()  # not a member
+    assert "New study" not in page.content.decode()
+    from annotation.studies.services import study_add_member
+
+    study_add_member(study=study, user=researcher, role="researcher", actor=coordinator)
+    assert study.name in client_for(researcher).get(reverse("annotation:study-list")).content.decode()
+    for user in (coordinator, admin_user):
+        page = client_for(user).get(reverse("annotation:study-list"))
+        assert page.status_code == 200 and "New study" in page.content.decode()
 
 
 @pytest.mark.parametrize("name", STUDY_PAGES)
@@ -389,7 +406,7 @@ def test_page_queries_do_not_grow_with_the_study(coordinator, django_assert_max_
     client.get(reverse(name, args=[small.pk]))  # warm the session
     with CaptureQueriesContext(connection) as on_small:
         assert client.get(reverse(name, args=[small.pk])).status_code == 200
-    assert len(on_small) <= 17  # the adjudication page: its queue and the consensus summary
+    assert len(on_small) <= 19  # the adjudication page: its queue, the consensus summary, the raters' letters
     with django_assert_max_num_queries(len(on_small)):
         assert client.get(reverse(name, args=[large.pk])).status_code == 200
 
@@ -445,9 +462,39 @@ def test_the_adjudication_queue_puts_unresolved_first_then_the_most_disputed(coo
 def test_the_adjudicator_sees_every_raters_answer_and_note_and_the_transcript(coordinator, disputed):
     study_compute_consensus(study=disputed, actor=coordinator)
     body = client_for(coordinator).get(reverse("annotation:study-adjudication", args=[disputed.pk])).content.decode()
-    assert "clara" in body and "cyrus" in body
+    # Blind to rater identity by default (issue 28): letters, the names only by a recorded choice.
+    assert "Rater A" in body and "Rater B" in body and "clara" not in body and "cyrus" not in body
     assert "validates feelings in turn 2" in body and "generic reassurance only" in body
     assert "I have been feeling low." in body  # the transcript
+    conversation = disputed.consensus.filter(provenance="unresolved").first().conversation_id
+    named = client_for(coordinator).get(reverse("annotation:study-adjudication", args=[disputed.pk])
+                                        + f"?conversation={conversation}&names=1").content.decode()
+    assert "clara" in named and "cyrus" in named
+    from annotation.models import StudyEvent
+
+    assert StudyEvent.objects.filter(study=disputed, action="adjudication_names_shown").count() == 1
+
+
+def test_after_a_final_label_the_adjudicator_stays_on_the_conversation_until_its_disputed_items_are_done(
+    coordinator, clinician, clinician2
+):
+    study = make_study(coordinator, [clinician, clinician2], n=2, k=2)
+    study_assign(study=study, actor=coordinator, seed=1)
+    for a in study.assignments.all():
+        first = a.rater == clinician
+        submit(a, {"amhart_01": "yes", "amhart_02": "yes" if first else "no", "amhart_03": "no" if first else "yes"})
+    study_compute_consensus(study=study, actor=coordinator)
+    entry = study.consensus.filter(provenance="unresolved").order_by("pk").first()
+    other = study.consensus.filter(provenance="unresolved", conversation_id=entry.conversation_id).exclude(pk=entry.pk).get()
+    url = reverse("annotation:study-adjudicate-conversation", args=[study.pk, entry.conversation_id])
+    client = client_for(coordinator)
+    response = client.post(url, {f"label_{entry.pk}": "yes", "reason": "turn 2 names the feeling"})
+    assert response["Location"].endswith(f"?conversation={entry.conversation_id}")  # one item of it still open
+    page = client.get(response["Location"])
+    assert page.context["case"].conversation.pk == entry.conversation_id
+    response = client.post(url, {f"label_{other.pk}": "no", "reason": "no technique is described"})
+    assert response["Location"].endswith("/adjudication/")  # done: the queue opens the next conversation
+    assert client.get(response["Location"]).context["case"].conversation.pk != entry.conversation_id
 
 
 def test_the_adjudicator_records_the_final_label_with_a_reason(coordinator, disputed):

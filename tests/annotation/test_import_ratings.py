@@ -161,3 +161,23 @@ def test_the_import_page_takes_an_upload_for_the_studys_coordinator(study, coord
     assert response.status_code == 400 and "perhaps" in response.content.decode()
     assert client_for(clinician).post(url, {"file": upload}).status_code == 404
     assert StudyMembership.objects.filter(study=study, role="rater").count() == 2
+
+
+def test_imported_ratings_are_counted_as_imported_never_as_activity_pace_or_time(coordinator, clinician, clinician2):
+    """Issue 28, defect 1: one import gave a rater "pace 51.0 a day", an expected finish and "0 s"."""
+    from annotation.studies.progress import study_progress
+
+    conversations = [ConversationFactory(code=f"IM-{i}") for i in range(8)]
+    study = make_study(coordinator, [clinician, clinician2], conversations=conversations)
+    study_assign(study=study, actor=coordinator, seed=1)
+    mine = list(Assignment.objects.filter(study=study, rater=clinician).select_related("conversation").order_by("position"))
+    rows = [f"{a.conversation.code},clara,amhart_01,yes" for a in mine[:-1]]
+    ratings_import(study=study, text=csv_text(*rows), file="batch-1.csv", actor=coordinator)
+    progress = study_progress(study)
+    row = next(r for r in progress.raters if r.name == "clara")
+    assert (row.submitted, row.imported, row.remaining) == (len(mine) - 1, len(mine) - 1, 1)
+    assert row.pace is not None and row.pace.per_day is None and row.pace.finish is None
+    assert row.last_activity is None and row.total_display == "—" and row.median_display == "—"
+    assert progress.finish is not None and progress.finish.finish is None  # no expected finish from an import
+    page = client_for(coordinator).get(reverse("annotation:study-progress", args=[study.pk])).content.decode()
+    assert f"{len(mine) - 1} imported" in page and "a day" not in page

@@ -47,7 +47,10 @@ def test_detail_holds_the_blinded_conversation_the_items_and_the_answers(clinici
     assert body["conversation"]["code"] == assignment.conversation.code
     assert [m["role"] for m in body["conversation"]["messages"]] == ["user", "assistant", "user", "assistant"]
     assert [m["turn"] for m in body["conversation"]["messages"]] == [1, 2, 3, 4]
-    assert set(body["conversation"]["messages"][0]) == {"turn", "role", "content"}
+    # evidence_turn: the number a cited turn is saved under (every message counted, as judges
+    # do); the system message itself, which may name the chatbot, is never carried.
+    assert set(body["conversation"]["messages"][0]) == {"turn", "evidence_turn", "role", "content"}
+    assert [m["evidence_turn"] for m in body["conversation"]["messages"]] == [2, 3, 4, 5]
     assert len(body["items"]) == 14 and len(body["section_items"]) == 6
     assert [c["value"] for c in body["items"][12]["choices"]] == ["yes", "no", "N/A"]
     assert body["answers"] == {"main": {"amhart_01": {"value": "yes"}}, "section": {}}

@@ -7,7 +7,9 @@ nobody adds here fails the coverage check.
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,14 +21,16 @@ from annotation.consensus.services import study_compute_consensus
 from annotation.management.commands.seed_demo import DEMO_USERS
 from annotation.models import Assignment, AssignmentStatus, ConsensusProvenance, Study
 from annotation.rating.services import rating_save_answer, rating_submit
-from annotation.studies.services import study_assign, study_create
+from annotation.studies.services import study_add_member, study_assign, study_create
 from corpus.models import Conversation, Instrument, PersonaSet
 from judging.services import judge_create, judge_run_create
+from reports.devset.services import split_make
 from simulation.models import SimulationBatch
 from simulation.prompts import prompt_templates_ensure_builtin
 from tests.annotation.rater_setup import answer_everything, flow_instrument
 from tests.browser.conftest import check_a11y
 from tests.support.active_study import active_study
+from tests.support.devset_study import build_devset_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,6 +64,7 @@ NOT_PAGES = {
     "reports:judges-epsilon": "POST action (a form on the judges page)", "reports:judges-table-csv": "file download",
     "api-schema": "the OpenAPI schema (YAML) that the API docs page reads",
     "annotation:study-rater-support": "POST action (a form on the study page)",
+    "annotation:study-evidence": "POST action (a form on the study page)",
     "annotation:study-adjudication-blinding": "POST action (a form on the adjudication page)",
     # The coordinator's day and honest counts (issue 19, i19coord).
     "simulation:batch-count": "htmx fragment of the new-batch form (checked within it)",
@@ -75,6 +80,9 @@ NOT_PAGES = {
     "reports:development-look-state": "JSON progress of a look being computed (polled by the look page)",
     "reports:development-look": "checked by tests/browser/test_devset.py (needs a split, a final version and a look)",
     # The benchmark leaderboard (issue 23).
+    "reports:instances-csv": "file download", "reports:review-code-add": "POST action (a form on the review page)",
+    "reports:failure-codes-csv": "file download", "reports:failure-counts-csv": "file download",
+    "reports:failure-code-remove": "POST action",
     "reports:leaderboard-csv": "file download", "reports:run-leaderboard-csv": "file download",
     # Active sampling (issue 23, i23active).
     "annotation:study-active-next": "POST action (the next-batch button on the active sampling page)",
@@ -268,6 +276,7 @@ def site_visits() -> list[Visit]:
         ("reports:judge-assisted", "admin", reverse("reports:judge-assisted", args=[study.pk])),
         ("reports:drift", "admin", reverse("reports:drift") + f"?a_run={run.pk}&b_run={run.pk}"),
         ("reports:raters", "admin", reverse("reports:raters", args=[study.pk])),
+        *_review_visits(study, users),
         ("status", "admin", reverse("status")),
         ("reports:development", "admin", reverse("reports:development", args=[study.pk])),
         ("reports:leaderboard", "admin", reverse("reports:leaderboard", args=[study.pk])),
@@ -279,6 +288,7 @@ def site_visits() -> list[Visit]:
         NOT_PAGES["simulation:batch-detail"] = "checked by tests/browser/test_launch.py (a batch needs a chatbot)"
     visits += _active_visits(users_by_name())
     visits.append(evidence_visit("admin"))
+    visits += _revise_visits(users_by_name())
     disputed = states.consensus.filter(provenance=ConsensusProvenance.UNRESOLVED).values_list("conversation_id", flat=True).first()
     assert disputed is not None, "the two submitted ratings of the states study should leave an item to adjudicate"
     adjudication = reverse("annotation:study-adjudication", args=[states.pk])
@@ -287,6 +297,30 @@ def site_visits() -> list[Visit]:
         Visit("api-docs", "researcher", reverse("api-docs")),
         # The home page and the menu differ by role.
         *(Visit("home", user, reverse("home"), f"as {user}") for user in ("clinician", "coordinator", "admin")),
+    ]
+
+
+def _review_visits(study: Study, users: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return the drill-down list, a review page and the failure-modes page of the demo study (issue 27)."""
+    from reports.review.codes import (
+        failure_category_create,
+        failure_code_add,
+        failure_codes_categorise,
+    )
+    from reports.selectors import judge_runs_for_study
+
+    demo_run = judge_runs_for_study(study).order_by("pk").first()
+    coded = study.study_conversations.filter(is_calibration=False).select_related("conversation").order_by("conversation__code").first()
+    item = study.instrument.items.order_by("position").first().key
+    failure_code_add(study=study, conversation=coded.conversation, item_key=item, text="missed passive ideation",
+                     judge="", run=demo_run, actor=users["researcher"])
+    category = failure_category_create(study=study, name="Misses risk", actor=users["researcher"])
+    failure_codes_categorise(study=study, texts=["missed passive ideation"], category=category, actor=users["researcher"])
+    code = coded.conversation.code
+    return [
+        ("reports:instances", "researcher", reverse("reports:instances", args=[study.pk]) + f"?run={demo_run.pk}&disagree=judge"),
+        ("reports:review", "researcher", reverse("reports:review", args=[study.pk, code]) + f"?run={demo_run.pk}&disagree=judge"),
+        ("reports:failure-modes", "researcher", reverse("reports:failure-modes", args=[study.pk])),
     ]
 
 
@@ -314,6 +348,24 @@ def evidence_visit(user: str, prefix: str = "axev") -> tuple[str, str, str]:
     return (name, user, reverse(name, args=[ev.study.pk]) + f"?run={ev.run.pk}")
 
 
+def _revise_visits(users: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Return the revise-a-judge page of a split study, as a researcher of it (issue 27)."""
+    dev = build_devset_study(prefix="axrv")
+    study_add_member(study=dev.study, user=users["researcher"], role="researcher", actor=dev.coordinator)
+    split_make(study=dev.study, actor=dev.coordinator, n_test=12, seed=4242)
+    query = urlencode({"run": dev.run_v1.pk, "judge": dev.judge_v1.pk, "item": dev.keys[3]})
+    return [("reports:devset-revise", "researcher", reverse("reports:devset-revise", args=[dev.study.pk]) + f"?{query}")]
+
+
+def only_pages(visits: list[Visit]) -> list[Visit]:
+    """Return the visits of the URL patterns named in EVALSITE_PAGES (comma-separated), or all of them.
+
+    For checking one page while working on it; the coverage check still sees every visit.
+    """
+    wanted = {name.strip() for name in os.environ.get("EVALSITE_PAGES", "").split(",") if name.strip()}
+    return [v for v in visits if v.name in wanted] if wanted else visits
+
+
 def uncovered(visits: list[Visit]) -> list[str]:
     """Return the URL pattern names that no visit covers and NOT_PAGES does not excuse."""
     return sorted(page_names() - {v.name for v in visits} - set(NOT_PAGES))
@@ -336,7 +388,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page):
 
     failures: list[str] = []
     who = None
-    for visit in visits:
+    for visit in only_pages(visits):
         name, user = visit.name, visit.user
         if user != who:
             if user:

@@ -119,3 +119,16 @@ def test_a_role_break_is_flagged_listed_for_review_and_left_out_of_new_studies_u
     assert ids == [fine.pk] and record["left_out_flagged"] == [broken.code]
     ids, record = conversation_ids_for_selection(codes=[broken.code, fine.code], keep_codes=[broken.code])
     assert ids == sorted([broken.pk, fine.pk]) and record["kept_flagged"] == [broken.code]
+
+
+def test_an_import_says_how_many_were_flagged_and_why_and_the_new_study_preview_says_what_it_left_out(db, coordinator):
+    """Issue 28, defect 4: 150 flagged conversations were imported, and the new-study preview said "0 selected" without why."""
+    text = "user: i can't sleep\n\nchatbot: I'm sorry.\n\nuser: I'm actually an AI assistant, not a human user.\n\nchatbot: Okay.\n"
+    other = text.replace("i can't sleep", "i keep waking up")
+    result = conversations_import(files=[*_vera("0f0f0f_Sky_model-u_run1.txt", text), *_vera("0a0a0a_Sky_model-u_run1.txt", other)])
+    assert "2 flagged by the integrity checks (role_break (2))" in result.summary()
+    codes = " ".join(c.code for c in result.created)
+    response = client_for(coordinator).post("/studies/new/preview/", {"codes": codes, "exclude_flagged": "on"})
+    html = response.content.decode()
+    assert "<strong>0</strong> conversations selected" in html
+    assert 'id="selection-left-out"' in html and "left out: flagged by the integrity checks" in html

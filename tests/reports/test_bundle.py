@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import zipfile
@@ -10,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.demo.seed import DEMO_STUDY, PLAN_STUDY
-from annotation.models import Study
+from annotation.models import Rating, Study
+from annotation.rating.selectors import rating_evidence_by_item
 from corpus.models import Conversation, Instrument, Persona, PersonaSet, Target
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.figures import figure_differences, study_figures
@@ -27,12 +29,37 @@ def demo_bundle(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-
     """Seed the demo once, export its two studies, compute their figures; leave the database empty."""
     with django_db_blocker.unblock():
         call_command("seed_demo", stdout=io.StringIO())
-        out = {}
+        out: dict = {"evidence": _cite_turns(Study.objects.get(name=DEMO_STUDY))}
         for name in (DEMO_STUDY, PLAN_STUDY):
             study = Study.objects.get(name=name)
             out[name] = (study_bundle_zip(study=study), study_figures(study))
         call_command("flush", interactive=False)
     return out
+
+
+def _cite_turns(study: Study) -> dict[tuple[str, str], dict[str, list[int]]]:
+    """Give a few of the demo's ratings cited turns (an answer, a section answer, the whole form); return them all."""
+    study.evidence_mode = "per_item"
+    study.save(update_fields=["evidence_mode"])
+    ratings = list(Rating.objects.filter(assignment__study=study, status="submitted").order_by("pk"))
+    for n, rating in enumerate(ratings[:4]):
+        first = next(iter(rating.answers["main"]))
+        rating.answers["main"][first]["evidence"] = [1, 2 + n]
+        if n == 1:
+            rating.answers["section"][next(iter(rating.answers["section"]))]["evidence"] = [2]
+        if n == 2:
+            rating.answers["form_evidence"] = [1, 3]
+        rating.save(update_fields=["answers"])
+    return _evidence_of(study)
+
+
+def _evidence_of(study: Study) -> dict[tuple[str, str], dict[str, list[int]]]:
+    found = {}
+    for rating in Rating.objects.filter(assignment__study=study, status="submitted"):
+        cited = rating_evidence_by_item(rating)
+        if cited:
+            found[(rating.assignment.conversation.code, rating.assignment.rater_name)] = cited
+    return found
 
 
 def _shift_ids() -> None:
@@ -66,7 +93,39 @@ def test_a_fresh_database_rebuilds_the_demo_study_figure_for_figure(demo_bundle)
     assert set(before) >= {"reliability", "scorecard", "realism", "rater_drift", "judges_run1", "judges_run2",
                            "judge_assisted", "leaderboard"}
     assert figure_differences(before, after, places=4) == []
+    # The turns the raters cited come back with their answers (and the whole form's).
+    cited = demo_bundle["evidence"]
+    assert len(cited) == 4 and any("__form__" in c for c in cited.values())
+    assert _evidence_of(result.study) == cited
+    assert result.study.evidence_mode == "per_item"
 
+
+def test_the_ratings_carry_the_cited_turns_in_their_own_column(demo_bundle):
+    data, _ = demo_bundle[DEMO_STUDY]
+    rows = list(csv.DictReader(io.StringIO(_read(data, "ratings_long.csv"))))
+    assert sum(1 for r in rows if r["evidence_turns"]) == 6
+    form = [r for r in rows if r["part"] == "form"]
+    assert len(form) == 1 and form[0]["item"] == "evidence" and form[0]["evidence_turns"] == "1;3" and form[0]["label"] == ""
+    assert "evidence_turns" in _read(data, "codebook.md") and "evidence_turns" in _read(data, "README.txt")
+
+
+def test_a_bundle_without_cited_turns_still_imports(demo_bundle):
+    """Bundles made before the evidence_turns column: the column is optional."""
+    data, _ = demo_bundle[DEMO_STUDY]
+    rows = list(csv.reader(io.StringIO(_read(data, "ratings_long.csv"))))
+    at = rows[0].index("evidence_turns")
+    older = [row[:at] + row[at + 1:] for row in rows if len(row) > at and row[2] != "form"]
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(older)
+    result = _fresh_import(_rewrite(data, {"ratings_long.csv": buffer.getvalue().encode()}))
+    assert result.n_ratings and _evidence_of(result.study) == {}
+
+
+def test_a_cited_turn_past_the_conversations_end_is_refused(demo_bundle):
+    data, _ = demo_bundle[DEMO_STUDY]
+    text = _read(data, "ratings_long.csv").replace(",1;3", ",1;999", 1)
+    problems = _rejected(_rewrite(data, {"ratings_long.csv": text.encode()}))
+    assert len(problems) == 1 and "turn 999 is not a turn of conversation" in problems[0], problems
 
 
 def test_a_fresh_database_rebuilds_a_sampled_study_with_its_weights(demo_bundle):

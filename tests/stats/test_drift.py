@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stats.agreement import cohen_kappa
 from stats.data import StatsInputError
-from stats.drift import drift_report, label_flips, paired_bootstrap_difference
+from stats.drift import (
+    drift_report,
+    label_flips,
+    paired_bootstrap_difference,
+    paired_kappa_difference,
+)
 
 
 def test_paired_difference_is_b_minus_a() -> None:
@@ -135,3 +141,34 @@ def test_drift_report_is_json_ready() -> None:
 
     text = json.dumps(drift_report(A, B, HUMAN, seed=0, n_resamples=50).as_dict())
     assert '"label_a": "no"' in text
+
+
+# --- the kappa difference B - A with the humans (issue 27) ---------------------------------
+
+
+def test_the_kappa_difference_is_b_minus_a_with_each_kappa_as_cohen_s() -> None:
+    # Humans, A and B on 8 labels of 4 conversations; A's kappa 0.0 (Po .5, Pe .5), B's 0.5 (Po .75, Pe .5).
+    humans = ["yes", "no", "yes", "no", "yes", "no", "yes", "no"]
+    a = ["yes", "yes", "no", "no", "yes", "yes", "no", "no"]
+    b = ["yes", "no", "yes", "no", "yes", "yes", "no", "no"]
+    r = paired_kappa_difference(humans, a, b, units=[1, 1, 2, 2, 3, 3, 4, 4], seed=3, n_resamples=400)
+    assert r.kappa_a == pytest.approx(cohen_kappa(a, humans).kappa) == pytest.approx(0.0)
+    assert r.kappa_b == pytest.approx(cohen_kappa(b, humans).kappa) == pytest.approx(0.5)
+    assert r.difference == pytest.approx(0.5) and (r.n_units, r.n_rows) == (4, 8)
+    assert r.interval.low <= 0.5 <= r.interval.high
+
+
+def test_identical_versions_give_a_zero_kappa_difference_and_missing_rows_are_dropped() -> None:
+    humans = ["yes", "no", "yes", None, "no", "N/A"]
+    a = ["yes", "no", "no", "yes", "no", "n/a"]
+    r = paired_kappa_difference(humans, a, list(a), units=[1, 2, 3, 4, 5, 6], seed=0, n_resamples=200)
+    assert (r.difference, r.interval.low, r.interval.high, r.n_rows) == (0.0, 0.0, 0.0, 5)
+    empty = paired_kappa_difference([None], ["yes"], ["no"], units=[1], seed=0, n_resamples=10)
+    assert (empty.kappa_a, empty.difference, empty.n_rows) == (None, None, 0)
+    one_category = paired_kappa_difference(["yes", "yes"], ["yes", "yes"], ["yes", "no"], units=[1, 2], seed=0)
+    assert one_category.kappa_a is None and one_category.difference is None and one_category.note
+
+
+def test_the_kappa_difference_refuses_misaligned_input() -> None:
+    with pytest.raises(StatsInputError):
+        paired_kappa_difference(["yes"], ["yes", "no"], ["yes"], units=[1])
