@@ -5,11 +5,12 @@ cites as evidence makes that visible (DOMAIN.md section 6 "Evidence"; Shankar et
 "Who Validates the Validators? Aligning LLM-Assisted Evaluation of LLM Outputs with Human
 Preferences", UIST '24: criteria and the outputs graded are inspected together).
 
-**Instance.** One (conversation, item) that the judge labelled and at least one rater answered
-with an evidence list (an answer carrying the list, even empty: "cited nothing"; an answer
-without one, e.g. imported or asked before raters marked turns, is not a rater of evidence).
-Turn numbers are 1-based, the same numbering on both sides. ``J`` is the judge's turn set,
-``R_1..R_k`` the k raters' sets.
+**Instance.** One (conversation, item) that the judge labelled and at least one rater of evidence
+answered. Who is a rater of evidence is the caller's choice, given as the rater rows (the app:
+every answered item of a rating that cites a turn for at least one item, so a rater who cited
+nothing for this item is an empty set, while a rating citing no turn at all is left out: its
+rater may not have been asked). Turn numbers are 1-based, the same numbering on both sides.
+``J`` is the judge's turn set (possibly empty), ``R_1..R_k`` the k raters' sets.
 
 **References.** ``union`` = R_1 ∪ ... ∪ R_k; ``majority`` = turns cited by strictly more than
 half of the k raters of that instance (count > k/2: with one rater its own turns, with two

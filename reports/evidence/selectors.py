@@ -8,6 +8,7 @@ from typing import Any
 from django.http import Http404
 
 from annotation.models import Study
+from annotation.rating.selectors import FORM_KEY, rating_evidence_by_item
 from corpus.models import InstrumentKind
 from reports.selectors import _submitted, judge_runs_for_study
 
@@ -21,40 +22,38 @@ def _turns(values: Any) -> list[int]:
     return sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0})
 
 
-def rater_evidence_rows(study: Study, *, conversation_ids: Collection[int] | None = None) -> list[Row]:
-    """Return every submitted main answer that carries an evidence list, as (conversation, rater, item, turns).
+def rater_evidence_rows(study: Study, *, conversation_ids: Collection[int] | None = None) -> tuple[list[Row], int]:
+    """Return the clinicians' cited turns per answered (conversation, item), and the ratings left out.
 
-    An answer with ``"evidence": []`` is a rater who cited no turn; an answer without the key
-    (the study did not ask for turns, or an imported rating) is no rater of evidence and is
-    left out. For a question flow the rows are per dimension (the union of the turns cited on
-    its questions), as its judges label dimensions. Calibration and withdrawn assignments are
-    never read (``reports.selectors``).
+    Turns are read through ``annotation.rating.selectors.rating_evidence_by_item`` (the storage
+    format; for a question flow, per dimension: the union over the questions on the rater's
+    path). An item with no cited turn has no key there, so "cited nothing" and "was not asked"
+    look the same: a rating counts as a rater of evidence only when it cites a turn for at
+    least one item; then each of its answered items (each labelled dimension of a flow) is a
+    row, with its turns or none. A rating citing no turn for any item (evidence off when it was
+    rated, an imported rating, or turns cited for the whole form only, which no item can be
+    matched to) is left out and counted. Calibration and withdrawn assignments are never read.
     """
-    submitted = _submitted(study)
+    submitted = _submitted(study).select_related("assignment__study__instrument")
     if conversation_ids is not None:
         submitted = submitted.filter(assignment__conversation_id__in=list(conversation_ids))
-    dimension = _question_dimensions(study)
+    flow = study.instrument.kind == InstrumentKind.FLOW
     rows: list[Row] = []
+    left_out = 0
     for rating in submitted.order_by("pk"):
+        cited = rating_evidence_by_item(rating)
+        cited.pop(FORM_KEY, None)
+        if flow:
+            answered = [str(k) for k in ((rating.derived or {}).get("labels") or {})]
+        else:
+            answered = [str(k) for k, entry in (rating.answers.get("main") or {}).items()
+                        if isinstance(entry, dict) and entry.get("value") not in (None, "")]
+        if not any(cited.get(key) for key in answered):
+            left_out += 1
+            continue
         code, rater = rating.assignment.conversation.code, rating.assignment.rater_name
-        cited: dict[str, set[int]] = {}
-        for key, entry in (rating.answers.get("main") or {}).items():
-            if isinstance(entry, dict) and isinstance(entry.get("evidence"), list):
-                unit = dimension.get(str(key), str(key)) if dimension is not None else str(key)
-                cited.setdefault(unit, set()).update(_turns(entry["evidence"]))
-        rows.extend((code, rater, unit, sorted(turns)) for unit, turns in cited.items())
-    return rows
-
-
-def _question_dimensions(study: Study) -> dict[str, str] | None:
-    """Return each question's dimension for a question flow (None for a checklist).
-
-    A question flow's judges label dimensions, while raters cite turns on the questions they
-    answer: a rater's turns for a dimension are the union of the turns cited on its questions.
-    """
-    if study.instrument.kind != InstrumentKind.FLOW:
-        return None
-    return {key: domain for key, domain in study.instrument.items.values_list("key", "domain") if domain}
+        rows.extend((code, rater, key, _turns(cited.get(key, []))) for key in answered)
+    return rows, left_out
 
 
 def judge_evidence_rows(study: Study, run_id: int, *, conversation_ids: Collection[int] | None = None) -> list[Row]:

@@ -24,10 +24,15 @@ from stats.evidence import DEFAULT_RESAMPLES, DEFAULT_SEED, MEASURES, REFERENCES
 KIND = "evidence_agreement"
 CONFIDENCE = 0.95
 EMPTY = (
-    "No clinician has cited a turn in this study's submitted ratings{scope}, so there is no evidence to compare "
-    "with the judges'. Raters mark the turns behind each answer only when the study's setting \"ask raters to mark "
-    "supporting turns\" is on; the study's coordinators can turn it on in the study's settings."
+    "No clinician has cited a turn for an item in this study's submitted ratings{scope}, so there is no evidence to "
+    "compare with the judges'. Raters mark the turns behind each answer only when the study's setting \"Raters cite "
+    "turns\" (Evidence from raters, on the study's page) is \"For each answer\"{mode}; the study's coordinators can "
+    "turn it on. Ratings submitted before then have no cited turns."
 )
+MODE_NOTE = {
+    "off": " (it is off)",
+    "whole_form": " (it is \"For the whole form\": turns cited for the whole rating cannot be matched to an item)",
+}
 
 
 def _params(study: Study, run_id: int, bootstrap: int) -> dict[str, Any]:
@@ -65,7 +70,8 @@ def _version(params: dict[str, Any]) -> str:
     study = Study.objects.get(pk=params["study"])
     labels = JudgeLabel.objects.filter(result__run_id=params["run"]).aggregate(
         n=Count("id"), last=Max("result__finished_at"))
-    return f"{study_data_version(study)}|{study.study_conversations.count()}|{params['run']}|{labels}"
+    return (f"{study_data_version(study)}|{study.study_conversations.count()}|{params['run']}|{labels}"
+            f"|{study.evidence_mode}")
 
 
 def _compute(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
@@ -74,7 +80,7 @@ def _compute(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
     scope = development_scope(study, int(params["split"])) if params.get("split") else None
     ids = scope["conversation_ids"] if scope else None
     progress(0.1, "reading the cited turns")
-    raters = selectors.rater_evidence_rows(study, conversation_ids=ids)
+    raters, left_out = selectors.rater_evidence_rows(study, conversation_ids=ids)
     judges = selectors.judge_evidence_rows(study, run_id, conversation_ids=ids)
     payload: dict[str, Any] = {
         "study": study.pk, "run": run_id,
@@ -83,6 +89,8 @@ def _compute(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
         "n_rater_answers": len(raters),
         "n_rater_answers_citing": sum(bool(turns) for *_, turns in raters),
         "n_raters": len({rater for _, rater, _, _ in raters}),
+        "n_ratings_without_item_turns": left_out,
+        "evidence_mode": study.evidence_mode,
         "n_judge_labels": len(judges),
         "n_judge_labels_citing": sum(bool(turns) for *_, turns in judges),
     }
@@ -90,7 +98,7 @@ def _compute(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
         payload["holdout"] = scope["holdout"]
     if not payload["n_rater_answers_citing"]:
         where = " (development set)" if scope is not None else ""
-        return {**payload, "judges": [], "empty": EMPTY.format(scope=where)}
+        return {**payload, "judges": [], "empty": EMPTY.format(scope=where, mode=MODE_NOTE.get(study.evidence_mode, ""))}
     if not payload["n_judge_labels_citing"]:
         return {**payload, "judges": [], "empty": NO_JUDGE_TURNS.format(n=payload["n_judge_labels"])}
     progress(0.3, "bootstrapping over conversations")

@@ -86,7 +86,8 @@ def test_a_study_whose_clinicians_cite_no_turn_says_who_can_ask_for_them(db):
     ev = build_evidence_study(cite=False, prefix="en")
     body = client_for(ev.coordinator).get(_url(ev)).content.decode()
     assert 'id="evidence-empty"' in body
-    assert "ask raters to mark supporting turns" in body and "coordinators" in body
+    assert "Raters cite turns" in body and "For each answer" in body and "coordinators can turn it on" in body
+    assert "(it is off)" in body
     assert "No evidence agreement was computed" in body  # the methods paragraph says so too
 
 
@@ -123,33 +124,35 @@ def test_the_reports_index_links_to_the_page_and_the_study_zip_holds_its_paragra
     assert heading in methods_md()
 
 
-def test_a_question_flows_rater_turns_are_the_union_over_each_dimensions_questions(db, coordinator, clinician):
+def test_a_question_flows_rater_turns_are_per_dimension_and_a_rating_citing_nothing_is_left_out(
+        db, coordinator, clinician, clinician2):
     from django.utils import timezone
 
     from annotation.models import Assignment, AssignmentStatus, Rating, RatingStatus
+    from annotation.rating.services import derive
     from annotation.studies.services import study_create
     from corpus.models import Conversation
     from reports.evidence.selectors import rater_evidence_rows
     from tests.annotation.rater_setup import flow_instrument
 
     flow = flow_instrument()
-    questions = list(flow.items.order_by("position").values_list("key", "domain"))
-    first = questions[0][1]
-    same = [key for key, domain in questions if domain == first][:2]
-    other_key, other = next((key, domain) for key, domain in questions if domain != first)
+    first_key, first_dimension = flow.items.order_by("position").values_list("key", "domain").first()
     conversation = Conversation.objects.create(code="FL-001", source="imported", content_hash="f" * 64, message_count=6)
     study = study_create(name="Flow evidence", instrument=flow, section=None, conversation_ids=[conversation.pk],
-                         created_by=coordinator, coordinators=[coordinator], raters=[(clinician, "clinician")],
-                         raters_per_conversation=1)
-    assignment = Assignment.objects.create(study=study, conversation=conversation, rater=clinician,
-                                           status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now())
-    answers = {same[0]: {"value": "Yes", "evidence": [2]}, other_key: {"value": "No", "evidence": []}}
-    if len(same) > 1:
-        answers[same[1]] = {"value": "No", "evidence": [4, 2]}
-    Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, submitted_at=timezone.now(), revision=1,
-                          answers={"main": answers})
-    rows = {item: turns for _, _, item, turns in rater_evidence_rows(study)}
-    assert rows == {first: [2, 4] if len(same) > 1 else [2], other: []}
+                         created_by=coordinator, coordinators=[coordinator],
+                         raters=[(clinician, "clinician"), (clinician2, "clinician")], raters_per_conversation=2)
+    for user, evidence in ((clinician, [4, 2]), (clinician2, None)):
+        assignment = Assignment.objects.create(study=study, conversation=conversation, rater=user,
+                                               status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now())
+        # "No" to question 1, then "No" to question 3: the flow ends, every dimension labelled.
+        answers = {"main": {first_key: {"value": "No", **({"evidence": evidence} if evidence else {})}, "3": {"value": "No"}}}
+        Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, submitted_at=timezone.now(),
+                              revision=1, answers=answers, derived=derive(assignment, answers))
+    rows, left_out = rater_evidence_rows(study)
+    dimensions = {item: turns for _, rater, item, turns in rows if rater == clinician.username}
+    assert dimensions[first_dimension] == [2, 4]  # the first question's turns, under its dimension
+    assert all(turns == [] for item, turns in dimensions.items() if item != first_dimension)
+    assert {rater for _, rater, _, _ in rows} == {clinician.username} and left_out == 1
 
 
 def test_a_run_whose_judges_cite_no_turn_says_so_instead_of_scoring_zero(ev):

@@ -1,5 +1,9 @@
 """A study where clinicians and two judges cite turns: the evidence agreement page's tests and screenshots.
 
+Cited turns are stored as the rating form stores them (``annotation.rating.selectors.rating_evidence_by_item``):
+``answers["main"][key]["evidence"]``, no key when nothing was cited. ``rater_rows`` are what the
+report should read: every answered item of a rating that cites at least one turn.
+
 ``n_conversations`` AMHART conversations of 8 turns, three clinicians on each, two items. Each
 clinician cites the turns around a latent "key turn" of (conversation, item), sometimes one
 more or one fewer; the "careful" judge cites the key turn, the "wrong-turns" judge a turn
@@ -56,22 +60,28 @@ def build_evidence_study(*, n_conversations: int = 8, seed: int = 11, prefix: st
         created_by=coordinator, coordinators=[coordinator], raters=[(r, "clinician") for r in raters], raters_per_conversation=3,
     )
     study_add_member(study=study, user=researcher, role="researcher", actor=coordinator)
+    if cite:
+        Study.objects.filter(pk=study.pk).update(evidence_mode="per_item")
+        study.refresh_from_db()
     key_turn = {(c.code, k): int(rng.integers(2, 7)) for c in conversations for k in keys}
     now = timezone.now()
     rater_rows: list[tuple[str, str, str, list[int]]] = []
     for conversation in conversations:
         for rater in raters:
             answers = {}
+            cited: dict[str, list[int]] = {}
             for key in keys:
                 turn = key_turn[(conversation.code, key)]
                 turns = {turn} if rng.random() < 0.8 else set()
                 if rng.random() < 0.4:
                     turns.add(turn + 1)
                 entry: dict[str, Any] = {"value": "yes"}
-                if cite:
+                if cite and turns:  # the storage format: no key when nothing was cited
                     entry["evidence"] = sorted(turns)
-                    rater_rows.append((conversation.code, rater.username, key, sorted(turns)))
+                cited[key] = sorted(turns) if cite else []
                 answers[key] = entry
+            if any(cited.values()):  # a rating citing no turn at all is no rater of evidence
+                rater_rows.extend((conversation.code, rater.username, key, turns) for key, turns in cited.items())
             assignment = Assignment.objects.create(study=study, conversation=conversation, rater=rater,
                                                    status=AssignmentStatus.SUBMITTED, submitted_at=now)
             Rating.objects.create(assignment=assignment, status=RatingStatus.SUBMITTED, submitted_at=now, revision=1,
