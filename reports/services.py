@@ -318,6 +318,11 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
     if study.section_id:
         sections.append(("Realism of the simulated users", study_realism(study=study).get("methods")))
     sections.append(("Rater drift and load", rater_drift(study=study).get("methods")))
+    from reports.review.codes import coding_facts, coding_methods_text
+
+    coded = coding_methods_text(coding_facts(study))
+    if coded:
+        sections.append(("Failure modes (coding of disagreements)", {"text": coded}))
     missing = []
     runs = list(selectors.judge_runs_for_study(study).values_list("pk", flat=True))
     for index, run_id in enumerate(runs):

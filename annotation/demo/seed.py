@@ -101,6 +101,9 @@ def demo_users() -> dict[str, Any]:
         user, created = User.objects.get_or_create(username=username)
         if created:
             user.set_password(password)
+            # An example address (the reserved example.org domain: nothing is ever delivered), so reminders
+            # and "forgot your password" can be tried with the demo; with the default console backend they print.
+            user.email = f"{username}@example.org"
             user.is_staff = role == Role.ADMIN
             user.is_superuser = role == Role.ADMIN
             user.save()

@@ -193,6 +193,20 @@ def coding_facts(study: Study) -> dict[str, int]:
     }
 
 
+def coding_methods_text(facts: dict[str, int]) -> str:
+    """Return the methods sentence of the coding: how many disagreements were coded, by how many people."""
+    if not facts["n_codes"]:
+        return ""
+    return (
+        f"Disagreements were coded openly (Shankar et al. 2024): {facts['n_instances']} (conversation, item) "
+        f"disagreement{'s' if facts['n_instances'] != 1 else ''} received {facts['n_codes']} code{'s' if facts['n_codes'] != 1 else ''} "
+        f"({facts['n_distinct']} distinct) from {facts['n_coders']} "
+        f"{'person' if facts['n_coders'] == 1 else 'people'}; the codes were then grouped into {facts['n_categories']} "
+        f"failure categor{'y' if facts['n_categories'] == 1 else 'ies'} (axial coding)"
+        + (f", {facts['n_uncategorised']} code{'s' if facts['n_uncategorised'] != 1 else ''} not yet in a category." if facts["n_uncategorised"] else ".")
+    )
+
+
 def code_rows(study: Study) -> list[list[Any]]:
     """Return every code as a CSV row (conversation, item, judge, run, code, category, coded_at)."""
     return [

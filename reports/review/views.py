@@ -289,22 +289,9 @@ def failure_modes(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "study": study, "codebook": coding.codebook(study), "categories": coding.categories_of(study), "counts": counts,
         "by": by, "facts": coding.coding_facts(study), "chart": chart if counts["rows"] else None,
-        "methods_text": _methods_text(coding.coding_facts(study)),
+        "methods_text": coding.coding_methods_text(coding.coding_facts(study)),
     }
     return render(request, "reports/failure_modes.html", context)
-
-
-def _methods_text(facts: dict[str, int]) -> str:
-    if not facts["n_codes"]:
-        return ""
-    return (
-        f"Disagreements were coded openly (Shankar et al. 2024): {facts['n_instances']} (conversation, item) "
-        f"disagreement{'s' if facts['n_instances'] != 1 else ''} received {facts['n_codes']} code{'s' if facts['n_codes'] != 1 else ''} "
-        f"({facts['n_distinct']} distinct) from {facts['n_coders']} "
-        f"{'person' if facts['n_coders'] == 1 else 'people'}; the codes were then grouped into {facts['n_categories']} "
-        f"failure categor{'y' if facts['n_categories'] == 1 else 'ies'} (axial coding)"
-        + (f", {facts['n_uncategorised']} code{'s' if facts['n_uncategorised'] != 1 else ''} not yet in a category." if facts["n_uncategorised"] else ".")
-    )
 
 
 def _failure_modes_post(request: HttpRequest, study: Study) -> HttpResponse:

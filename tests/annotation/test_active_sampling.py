@@ -436,3 +436,19 @@ def test_question_flows_are_estimated_on_the_vera_mh_overall_score(db, coordinat
     assert state.pooled.estimate.estimate == pytest.approx(expected.estimate)
     assert state.pooled.estimate.estimate != pytest.approx(state.pooled.estimate.judge_only)
     assert state.pooled.estimate.width == pytest.approx(expected.width)
+
+
+def test_the_form_opened_without_a_run_chooses_one_and_its_own_defaults_create_a_study(run, coordinator, clinician):
+    """Issue 28, defect 9: on the demo the form failed with its own defaults (a budget of 200 from a 36-conversation run)."""
+    client = client_for(coordinator)
+    page = client.get("/studies/new/active/")
+    form = page.context["form"]
+    initial = {name: form[name].value() for name in ("run", "uncertainty", "budget", "batch_size", "floor", "target_width",
+                                                     "stop_on", "d_agree", "d_split")}
+    assert str(initial["run"]) == str(run.pk) and initial["budget"] <= len(run.results.values("conversation").distinct())
+    fields = {**{k: v for k, v in initial.items() if v is not None}, "source": "", "plan_seed": "",
+              "name": "Defaults only", "rater_title": "", "description": "", "section": "",
+              f"rater_{clinician.pk}": "on", f"label_{clinician.pk}": "clinician", "raters_per_conversation": 1,
+              "composition": "", "tie_policy": "adjudication", "senior_rater": ""}
+    created = client.post("/studies/new/active/", fields)
+    assert created.status_code == 302, created.content.decode()[:1500]

@@ -145,3 +145,11 @@ def test_each_demo_login_works(db):
     seeded("--quiet-logins")
     for username, _role, _password in DEMO_USERS:
         assert login(username).get("/").status_code == 200
+
+
+def test_every_demo_user_has_an_example_email_address(db):
+    """Issue 28, defect 8: without addresses a newcomer could not try reminders or a password reset on the demo."""
+    from annotation.demo.seed import DEMO_USERS, demo_users
+
+    users = demo_users()
+    assert {u.email for u in users.values()} == {f"{name}@example.org" for name, _, _ in DEMO_USERS}

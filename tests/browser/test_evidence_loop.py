@@ -43,8 +43,14 @@ def _conversations_with_evidence(known) -> None:  # type: ignore[no-untyped-def]
 def test_a_researcher_walks_from_a_confusion_cell_to_a_named_failure_mode(page, width, height):
     known = build_verdict_study(n_conversations=16, prefix=f"be{width}")
     _conversations_with_evidence(known)
+    from annotation.studies.services import study_add_member
+    from core.roles import Role
+    from tests.support.report_study import _users
+
+    researcher = _users(f"be{width}res", 1, Role.RESEARCHER)[0]
+    study_add_member(study=known.study, user=researcher, role="researcher", actor=known.coordinator)
     page.set_viewport_size({"width": width, "height": height})
-    log_in(page, known.coordinator.username, PASSWORD)
+    log_in(page, researcher.username, PASSWORD)
     judges = f"/reports/studies/{known.study.pk}/judges/?run={known.run.pk}"
     page.goto(judges)
     # The chart: selecting a heatmap cell opens its list (Plotly's click event, as a pointer sends it).
@@ -70,6 +76,7 @@ def test_a_researcher_walks_from_a_confusion_cell_to_a_named_failure_mode(page, 
     expect(page.locator("#turn-4 .cites")).to_contain_text("cited by coin-flip (items")
     expect(page.locator(".review-item.active .answers.raters")).to_contain_text(re.compile(r"Rater [A-D]"))
     assert known.raters[0].username not in page.content()
+    expect(page.locator(".review-item.active .revise-link").first).to_be_visible()  # the next step: revise the judge
     screenshot(page, f"evidence-loop-{width}-review", full_page=False)
     first = page.url
     page.keyboard.press("j")

@@ -52,7 +52,7 @@ def test_report_pages_of_a_150_conversation_study_read_correctly(page):
     screenshot(page, "reports-judges-150")
     _viewport_shot(page, "reports-judges-150-top")
     page.click("text=Per item: agreement, κ and confusion matrices")
-    expect(page.locator("table.cm").first).to_be_visible()
+    expect(page.locator("details", has_text="Per item: agreement, κ").locator("table.cm").first).to_be_visible()
     page.locator("details table.stats tbody tr").nth(3).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "reports-judges-150-per-item.png"))
 

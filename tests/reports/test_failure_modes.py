@@ -98,6 +98,8 @@ def test_codes_are_in_a_csv_and_the_study_zip(known):
     assert rows[1][:5] == ["FM-001", "amhart_13", "always-yes", str(known.run.pk), "missed passive ideation"]
     archive = zipfile.ZipFile(io.BytesIO(client.get(f"/reports/studies/{known.study.pk}/export.zip").content))
     assert "missed passive ideation" in archive.read("failure_codes.csv").decode()
+    methods = archive.read("METHODS.md").decode()
+    assert "Failure modes (coding of disagreements)" in methods and "1 (conversation, item) disagreement received 1 code" in methods
 
 
 def test_an_outsider_cannot_code_or_read_codes(known):

@@ -112,6 +112,12 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
     )
     from reports.devset.services import final_declare, split_make, test_set_evaluate
 
+    from reports.review.codes import failure_category_create, failure_code_add, failure_codes_categorise
+
+    coded = study.study_conversations.select_related("conversation").first().conversation
+    failure_code_add(study=study, conversation=coded, item_key="amhart_01", text=PAYLOADS[0], judge="", actor=researcher)
+    category = failure_category_create(study=study, name=PAYLOADS[2], actor=researcher)
+    failure_codes_categorise(study=study, texts=[PAYLOADS[0]], category=category, actor=researcher)
     split_make(study=study, actor=coordinator, n_test=1, seed=1)
     declaration, _ = final_declare(study=study, run=run, source="", actor=researcher, note=PAYLOADS[0])
     look, _ = test_set_evaluate(study=study, declaration=declaration, actor=researcher)
@@ -154,6 +160,9 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         "reports:drift-csv": [f"/reports/drift/{t}.csv?a_run={run.pk}&b_run={run.pk}&study={study.pk}" for t in ("items", "flips")],
         "reports:leaderboard-csv": [f"/reports/studies/{study.pk}/leaderboard/{t}.csv?run={run.pk}" for t in ("scores", "pairs")],
         "reports:run-leaderboard-csv": [f"/reports/runs/{run.pk}/leaderboard/{t}.csv" for t in ("scores", "pairs")],
+        "reports:instances-csv": [f"/reports/studies/{study.pk}/instances.csv", f"/reports/studies/{study.pk}/instances.csv?run={run.pk}"],
+        "reports:failure-codes-csv": [f"/reports/studies/{study.pk}/failure-modes/codes.csv"],
+        "reports:failure-counts-csv": [f"/reports/studies/{study.pk}/failure-modes/counts.csv?by={by}" for by in ("judge", "item", "chatbot")],
         "reports:evidence-agreement-csv": [f"/reports/studies/{study.pk}/evidence-agreement.csv?run={run.pk}"],
     }
     # A new CSV route must be added above, so that it is checked too.

@@ -49,7 +49,9 @@ def active_study_new(request: HttpRequest) -> HttpResponse:
         raise Http404("not found")
     initial: dict[str, Any] = {}
     raw = request.GET.get("run", "")
-    run = active_run_queryset().filter(pk=int(raw)).first() if raw.isdigit() else None
+    runs = active_run_queryset()
+    # Opened without a run: the first eligible run is chosen, so every default is valid for the data it shows (issue 28).
+    run = runs.filter(pk=int(raw)).first() if raw.isdigit() else runs.first()
     if run is not None:
         size = len(run_conversations(run))
         # A width in the run's score units: ten percentage points of an AMHART score, ten points of VERA-MH's 100.
