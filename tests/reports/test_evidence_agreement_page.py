@@ -162,3 +162,12 @@ def test_a_run_whose_judges_cite_no_turn_says_so_instead_of_scoring_zero(ev):
     data = study_evidence_agreement(study=ev.study, run_id=ev.run.pk)
     assert data["judges"] == [] and "No judge of this run cited a turn" in data["empty"]
     assert "No evidence agreement was computed" in data["methods"]["text"]
+
+
+def test_every_study_report_links_the_page_and_it_links_them(ev):
+    client = client_for(ev.researcher)
+    body = client.get(_url(ev)).content.decode()
+    assert 'aria-label="Reports of this study"' in body and f'/reports/studies/{ev.study.pk}/judges/' in body
+    assert 'aria-current="page">Evidence agreement</a>' in body
+    raters = client.get(f"/reports/studies/{ev.study.pk}/raters/").content.decode()
+    assert f'/reports/studies/{ev.study.pk}/evidence-agreement/' in raters
