@@ -417,5 +417,6 @@ def test_evidence_agreement_page_has_no_serious_or_critical_accessibility_violat
         open_visit(page, Visit(name, "researcher", path))
         page.wait_for_selector(".evidence-plot .main-svg")
         screenshot(page, f"evidence-agreement-{width}")  # checks axe too
+        page.screenshot(path=str(ARTIFACTS / f"evidence-agreement-{width}-top.png"))  # the first screen
         for part, selector in (("chart", ".evidence-plot"), ("table", ".evidence-judge")):
             page.locator(selector).first.screenshot(path=str(ARTIFACTS / f"evidence-agreement-{width}-{part}.png"))
