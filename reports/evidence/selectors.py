@@ -9,6 +9,7 @@ from django.http import Http404
 
 from annotation.models import Study
 from annotation.rating.selectors import FORM_KEY, rating_evidence_by_item
+from corpus.instruments.labels import instrument_labels
 from corpus.models import InstrumentKind
 from reports.selectors import _submitted, judge_runs_for_study
 
@@ -30,7 +31,8 @@ def rater_evidence_rows(study: Study, *, conversation_ids: Collection[int] | Non
     path). An item with no cited turn has no key there, so "cited nothing" and "was not asked"
     look the same: a rating counts as a rater of evidence only when it cites a turn for at
     least one item; then each of its answered items (each labelled dimension of a flow) is a
-    row, with its turns or none. A rating citing no turn for any item (evidence off when it was
+    row, with its turns or none, except free-text items and N/A answers citing no turn (the
+    form asks no turn for an N/A answer). A rating citing no turn for any item (evidence off when it was
     rated, an imported rating, or turns cited for the whole form only, which no item can be
     matched to) is left out and counted. Calibration and withdrawn assignments are never read.
     """
@@ -38,16 +40,21 @@ def rater_evidence_rows(study: Study, *, conversation_ids: Collection[int] | Non
     if conversation_ids is not None:
         submitted = submitted.filter(assignment__conversation_id__in=list(conversation_ids))
     flow = study.instrument.kind == InstrumentKind.FLOW
+    units = instrument_labels(study.instrument)  # checklist items or flow dimensions, with their N/A labels
     rows: list[Row] = []
     left_out = 0
     for rating in submitted.order_by("pk"):
         cited = rating_evidence_by_item(rating)
         cited.pop(FORM_KEY, None)
         if flow:
-            answered = [str(k) for k in ((rating.derived or {}).get("labels") or {})]
+            answered = {str(k): str(v) for k, v in ((rating.derived or {}).get("labels") or {}).items()}
         else:
-            answered = [str(k) for k, entry in (rating.answers.get("main") or {}).items()
-                        if isinstance(entry, dict) and entry.get("value") not in (None, "")]
+            answered = {str(k): str(entry["value"]) for k, entry in (rating.answers.get("main") or {}).items()
+                        if isinstance(entry, dict) and entry.get("value") not in (None, "")}
+        # A free-text item has no label to support; an N/A answer asks for no turn (the form does not
+        # require one), so it counts only where it cites one.
+        answered = {key: value for key, value in answered.items()
+                    if key in units and units[key].labels and (cited.get(key) or not units[key].is_na(value))}
         if not any(cited.get(key) for key in answered):
             left_out += 1
             continue

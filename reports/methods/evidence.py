@@ -28,7 +28,7 @@ def evidence_agreement(payload: dict[str, Any], params: dict[str, Any]) -> Metho
         f"{count(raters, 'clinician')} ({number(payload.get('n_rater_answers_citing', 0))} of "
         f"{number(payload.get('n_rater_answers', 0))} clinician answers cited at least one turn).",
         "A clinician's rating counted when it cited a turn for at least one item, its other answered items then "
-        "citing none" + (
+        "citing none (an N/A answer citing no turn was not counted for its item)" + (
             f"; {count(left_out, 'rating')} citing no turn for any item (rated before turns were asked for, imported, "
             f"or citing turns for the whole form only) {'was' if left_out == 1 else 'were'} left out."
             if (left_out := payload.get("n_ratings_without_item_turns", 0)) else "."),

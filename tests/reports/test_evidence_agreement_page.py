@@ -171,3 +171,24 @@ def test_every_study_report_links_the_page_and_it_links_them(ev):
     assert 'aria-current="page">Evidence agreement</a>' in body
     raters = client.get(f"/reports/studies/{ev.study.pk}/raters/").content.decode()
     assert f'/reports/studies/{ev.study.pk}/evidence-agreement/' in raters
+
+
+def test_an_na_answer_citing_no_turn_is_no_rater_of_that_item(ev):
+    from annotation.models import Rating
+    from corpus.instruments.labels import instrument_labels
+    from reports.evidence.selectors import rater_evidence_rows
+
+    a = ev.keys[0]
+    b = next(key for key, item in instrument_labels(ev.study.instrument).items() if item.na_labels)  # an item allowing N/A
+    na = instrument_labels(ev.study.instrument)[b].na_labels[0]
+    rating = Rating.objects.filter(assignment__study=ev.study, assignment__rater=ev.raters[0]).order_by("pk").first()
+    rating.answers = {"main": {a: {"value": "yes", "evidence": [3]}, b: {"value": na}}}
+    rating.save(update_fields=["answers"])
+    code = rating.assignment.conversation.code
+    rows, _ = rater_evidence_rows(ev.study)
+    mine = {item: turns for c, rater, item, turns in rows if c == code and rater == ev.raters[0].username}
+    assert mine == {a: [3]}  # b answered N/A with no turn: not a rater of b's evidence
+    rating.answers["main"][b]["evidence"] = [5]
+    rating.save(update_fields=["answers"])
+    rows, _ = rater_evidence_rows(ev.study)
+    assert (code, ev.raters[0].username, b, [5]) in rows  # an N/A answer that cites a turn counts
