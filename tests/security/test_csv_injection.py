@@ -111,8 +111,11 @@ def test_every_csv_export_neutralises_formulas(planted, coordinator, researcher,
         raters=[(clinician, "clinician")], raters_per_conversation=1,
     )
     from reports.devset.services import final_declare, split_make, test_set_evaluate
-
-    from reports.review.codes import failure_category_create, failure_code_add, failure_codes_categorise
+    from reports.review.codes import (
+        failure_category_create,
+        failure_code_add,
+        failure_codes_categorise,
+    )
 
     coded = study.study_conversations.select_related("conversation").first().conversation
     failure_code_add(study=study, conversation=coded, item_key="amhart_01", text=PAYLOADS[0], judge="", actor=researcher)
