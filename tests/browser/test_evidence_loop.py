@@ -98,3 +98,19 @@ def test_a_researcher_walks_from_a_confusion_cell_to_a_named_failure_mode(page, 
     page.locator("#failure-counts tbody a").first.click()
     expect(page.locator("#list-count")).to_contain_text("1 instance")
     assert page.evaluate("document.documentElement.scrollWidth") <= width + 1
+
+
+def test_a_scorecard_bar_opens_the_conversations_it_scores(page):
+    from reports import services
+    from tests.support.report_study import build_report_study
+
+    audit = build_report_study(n_conversations=24, prefix="sb")
+    card = services.study_scorecard(study=audit.study)
+    log_in(page, audit.coordinator.username, PASSWORD)
+    page.goto(f"/reports/studies/{audit.study.pk}/scorecard/")
+    page.wait_for_selector("#score-chart .main-svg", timeout=15_000)
+    clicked = page.evaluate("""() => { const d = document.getElementById('score-chart'), t = d.data[0];
+        d.emit('plotly_click', {points: [{x: t.x[0], data: t}]}); return [t.name, t.x[0]]; }""")
+    page.wait_for_url(re.compile(r"/instances/\\?"))
+    row = next(r for r in card["by_chatbot_persona"] if [r["chatbot"], r["persona"]] == clicked)
+    expect(page.locator("#list-count")).to_contain_text(f"on {row['n_conversations']} conversation")
