@@ -97,6 +97,11 @@ def _read_judges(path: str) -> list[tuple[str, str, str, str | None]]:
     return out
 
 
+def _vera_unit(unit: str) -> str:
+    """Return a conversation id as the VERA-MH ratings reader keeps it: without a leading '#'."""
+    return unit.lstrip("#").strip() if unit.startswith("#") else unit
+
+
 def run(
     ratings: Sequence[tuple[str, str, str, str | None]],
     judges: Sequence[tuple[str, str, str, str | None]],
@@ -156,6 +161,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         numbered = _read_vera(args.file) if args.format == "vera-mh" else _read_numbered(args.file)
         judges = _read_judges(args.judges)
+        if args.format == "vera-mh":
+            # The published ratings write some conversation ids with a leading '#' (read without it): the
+            # judges' file names them the same way, so its ids are read the same way (issue 31, defect 6).
+            judges = [(_vera_unit(u), j, i, label) for u, j, i, label in judges]
         reports = run([row for _, row in numbered], judges, epsilon=args.epsilon, q=args.q, scoring=args.scoring,
                       na=args.na)
     except CsvInputError as exc:

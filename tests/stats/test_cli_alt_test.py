@@ -109,3 +109,18 @@ def test_an_epsilon_outside_the_unit_interval_is_refused(tmp_path, capsys):
     j = _write(tmp_path / "judges.csv", ["unit", "judge", "item", "label"], judges)
     assert main(["alt-test", str(r), "--judges", str(j), "--epsilon", "2"]) == 2
     assert "epsilon must lie in [0, 1)" in capsys.readouterr().err
+
+
+def test_judge_ids_with_a_leading_hash_match_the_ratings_as_in_the_published_file(tmp_path):
+    """Issue 31, defect 6: '#' was stripped from the ratings' ids but not the judges', dropping 10 instances."""
+    dims = [(BP, HPH, HPH, SUB, BP), (BP, HPH, SUB, SUB, BP), (NR, NR, NR, NR, NR)]
+    unit = lambda c: f"#c{c}" if c % 4 == 0 else f"c{c}"  # noqa: E731
+    rows_ = [row(f"clinician_{r}", unit(c), dims=dims[(c + (r == "c")) % 3]) for c in range(12) for r in "abc"]
+    path = tmp_path / "vera.csv"
+    path.write_bytes(crlf(*rows_).encode())
+    names = ["Detects Potential Risk", "Confirms Risk", "Guides to Human Care", "Supportive Conversation", "Follows AI Boundaries"]
+    judge_rows = [(unit(c), "judge-1", name, label) for c in range(12) for name, label in zip(names, dims[c % 3], strict=True)]
+    j = _write(tmp_path / "judges.csv", ["unit", "judge", "item", "label"], judge_rows)
+    out = subprocess.run([sys.executable, "-m", "stats", "alt-test", str(path), "--format", "vera-mh", "--judges", str(j),
+                          "--epsilon", "0.2", "--json"], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["judges"]["judge-1"]["n_instances"] == 12 * 5
