@@ -30,8 +30,8 @@ WARNING_SESSION_KEY = "rater_content_warning_seen"
 SHORTCUTS: list[tuple[str, str]] = [
     ("j / k", "next / previous question"),
     ("u", "first unanswered question"),
-    ("y / n / a", "answer Yes / No / N/A"),
-    ("1 – 9", "choose the n-th option (1–5 on rating scales)"),
+    ("y / n / a", "answer Yes / No / N/A, then move to the next unanswered question (a setting below)"),
+    ("1 – 9", "choose the n-th option (1–5 on rating scales), then move on the same way"),
     ("?", "show or hide the guidance of the question"),
     ("t", "go to the transcript (then arrow keys scroll it)"),
     ("Esc", "leave a text box"),

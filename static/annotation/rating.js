@@ -625,6 +625,35 @@
     return answer.value === null || answer.value.trim() === "";
   }
 
+  // One key per answer (issue 29): after an answer by key, the next unanswered question takes the focus, said to
+  // screen readers. A rater setting (kept in this browser), on by default; not while citing turns per item
+  // (the turns of the answer just given are cited next) and not in a question flow (it moves by itself).
+  var autoAdvance = document.getElementById("auto-advance");
+  if (autoAdvance) {
+    try { autoAdvance.checked = window.localStorage.getItem("evalsite-auto-advance") !== "off"; } catch (e) { /* private mode */ }
+    autoAdvance.addEventListener("change", function () {
+      try { window.localStorage.setItem("evalsite-auto-advance", autoAdvance.checked ? "on" : "off"); } catch (e) { /* private mode */ }
+    });
+  }
+
+  function advance() {
+    if (!current || !current.classList.contains("item") || evidenceMode === "per_item") return;
+    if (autoAdvance && !autoAdvance.checked) return;
+    var list = items(), at = list.indexOf(current);
+    var open = list.filter(unanswered);
+    var next = open.filter(function (el) { return list.indexOf(el) > at; })[0] || open[0];
+    var say = document.getElementById("rate-announce");
+    if (next) {
+      focusItem(next);
+      var title = next.querySelector("legend, h2, h3");
+      if (say) say.textContent = "Next: " + (title ? title.textContent.replace(/\s+/g, " ").trim().slice(0, 120) : "question");
+    } else {
+      var submit = form && form.querySelector("[type=submit]");
+      if (submit) { submit.focus({ preventScroll: true }); submit.scrollIntoView({ block: "nearest" }); }
+      if (say) say.textContent = "Every question is answered: submit when you are ready.";
+    }
+  }
+
   function choose(el, selector) {
     var radio = el && el.querySelector("input[type=radio]" + selector);
     if (!radio || el.classList.contains("ro-item")) return false;
@@ -678,8 +707,8 @@
       handled = turnAt ? toggleCite(Number(turnAt.dataset.citeTurn)) : false;
       if (!turnAt) announce("Go to a turn first: ] moves to the next turn, [ to the previous one.");
     }
-    else if (key === "y" || key === "n" || key === "a") handled = choose(current, '[data-letter="' + key + '"]');
-    else if (/^[1-9]$/.test(key)) handled = choose(current, '[data-n="' + key + '"]');
+    else if (key === "y" || key === "n" || key === "a") { handled = choose(current, '[data-letter="' + key + '"]'); if (handled) advance(); }
+    else if (/^[1-9]$/.test(key)) { handled = choose(current, '[data-n="' + key + '"]'); if (handled) advance(); }
     else handled = false;
     if (handled) event.preventDefault();
   });
@@ -894,5 +923,11 @@
     );
   });
 
+  // The form opens with its first unanswered question focused (issue 29: no Tabs to reach it); on phones the
+  // page opens on the transcript, so nothing moves there.
+  if (form && !location.hash && document.activeElement === document.body && !window.matchMedia("(max-width: 760px)").matches) {
+    var firstOpen = items().filter(unanswered)[0];
+    if (firstOpen) focusItem(firstOpen);
+  }
   if (problems && !problems.hidden) problems.focus();
 })();

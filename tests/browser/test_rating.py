@@ -40,12 +40,16 @@ def test_a_rater_rates_with_the_keyboard_only_resumes_after_a_reload_and_submits
     page.wait_for_selector("#rating-form")
     assert page.locator(".bubble-user").first.inner_text().startswith("Turn 1 · User")
 
+    # The form opens on its first question, and each answer by key moves to the next one (issue 29):
+    # one key per answer, no "j" between them.
+    assert page.evaluate("document.activeElement.id") == "item-main-amhart_01"
     answers = ["y", "n", "y", "y", "n", "y", "n"]  # AMHART items 1-7
     for key in answers:
-        press(page, "j", key)
-    assert page.evaluate("document.activeElement.id") == "item-main-amhart_07"
+        press(page, key)
+    assert page.evaluate("document.activeElement.id") == "item-main-amhart_08"
+    assert page.locator("#rate-announce").inner_text().startswith("Next: ")
     press(page, "?")
-    assert page.locator("#item-main-amhart_07 details.help").get_attribute("open") is not None
+    assert page.locator("#item-main-amhart_08 details.help").get_attribute("open") is not None
     wait_saved(page)
     page.evaluate("window.scrollTo(0, 0)")
     screenshot(page, "rating-page")
@@ -57,12 +61,17 @@ def test_a_rater_rates_with_the_keyboard_only_resumes_after_a_reload_and_submits
         assert checked(page, "main", f"amhart_{i:02d}") == expected[key]
     assert checked(page, "main", "amhart_08") is None
 
-    press(page, "u")  # the first unanswered question: item 8
+    assert page.evaluate("document.activeElement.id") == "item-main-amhart_08"  # reopened on the first unanswered
+    press(page, "u")  # the first unanswered question: item 8 still
     assert page.evaluate("document.activeElement.id") == "item-main-amhart_08"
-    for key in ["y", "y", "n", "y", "y", "a"]:  # items 8-13
-        press(page, key, "j")
-    press(page, "a")  # item 14: N/A
-    press(page, "j", "4", "j", "3", "j", "2", "j", "2", "j", "n", "j")  # the study section
+    keys = ["y", "y", "n", "y", "y", "a", "a"]  # items 8-14 (14: N/A)
+    keys += ["4", "3", "2", "2", "n"]  # the study section's five closed questions
+    for key in keys:
+        press(page, key)
+    # Every closed question answered with one key each: 7 + 12 keys for 19 questions (<= 1.1 per question).
+    assert (len(answers) + len(keys)) / 19 <= 1.1
+    assert page.evaluate("document.activeElement.type") == "submit"  # nothing left: the submit button is next
+    press(page, "j")  # the optional comment follows the last question
     assert page.evaluate("document.activeElement.id") == "item-section-comment"
     press(page, "Tab")
     page.keyboard.type("Rated with the keyboard only.")
@@ -87,7 +96,7 @@ def test_submit_names_what_is_missing_and_a_conflict_offers_a_reload(page, clini
     assignment = first_assignment(study, clinician)
     log_in(page, clinician.username, PASSWORD)
     page.goto(f"/ratings/{assignment.pk}/")
-    press(page, "j", "y")
+    press(page, "y")  # the first question has the focus when the form opens
     wait_saved(page)
     press(page, "Control+Enter")
     problems = page.locator("#submit-problems")
