@@ -81,7 +81,8 @@ def backend_info() -> EmailBackendInfo:
 def email_error_text(exc: BaseException) -> str:
     """Return why a message was not sent, in one line (the mail server's answer when it gave one)."""
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
-        refused = "; ".join(f"{address}: {_smtp_answer(code, text)}" for address, (code, text) in exc.recipients.items())
+        # The address is recorded beside the error: the answer alone reads the same for every recipient.
+        refused = "; ".join(dict.fromkeys(_smtp_answer(code, text) for code, text in exc.recipients.values()))
         text = f"the mail server refused the recipient ({refused})"
     elif isinstance(exc, smtplib.SMTPResponseException):
         text = f"the mail server answered {_smtp_answer(exc.smtp_code, exc.smtp_error)}"

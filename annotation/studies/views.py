@@ -21,6 +21,8 @@ from annotation.consensus.services import consensus_adjudicate, study_compute_co
 from annotation.errors import AnnotationError
 from annotation.flags.selectors import open_flag_count
 from annotation.models import AssignmentStatus
+from annotation.reminders.selectors import reminder_log
+from annotation.reminders.services import last_reminders_at, reminders_recent
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
 from annotation.studies.forms import (
@@ -50,6 +52,7 @@ from annotation.studies.services import (
     study_remove_rater,
 )
 from core.csvstream import csv_response
+from core.emails import backend_info
 from core.locks import locked_conversation_ids, withheld_note
 from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
@@ -330,8 +333,17 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "n_open_flags": open_flag_count(study),
         "reminder_candidates": sum(1 for r in progress.raters if r.membership.active and not r.external_label
                                    and r.remaining and not r.reminders_off and r.membership.user.email),
+        # Where email goes, in words, and what became of the last reminders (issue 28, defect 2).
+        "email_backend": backend_info(),
+        "reminder_log": reminder_log(study),
+        **_reminder_cooldown(study),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
+
+
+def _reminder_cooldown(study: Any) -> dict[str, Any]:
+    """Return when the last reminders went, and whether sending again now asks to confirm."""
+    return {"last_reminders_at": last_reminders_at(study), "reminders_confirm": reminders_recent(study) is not None}
 
 
 @require_GET

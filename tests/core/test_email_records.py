@@ -35,7 +35,8 @@ def test_a_message_the_server_refuses_is_recorded_failed_with_its_answer(refusin
     record = _send()
     assert refusing_smtp_server.received == []
     assert record.outcome == EmailOutcome.FAILED
-    assert "550" in record.error and "Mailbox unavailable" in record.error and "clara@example.org" in record.error
+    assert record.error == "the mail server refused the recipient (550 5.1.1 Mailbox unavailable)"
+    assert record.address == "clara@example.org"
 
 
 def test_an_unreachable_mail_server_is_recorded_failed_with_where_it_was_looked_for():
