@@ -23,6 +23,8 @@ from django.http import Http404
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    ConversationFlag,
+    FlagStatus,
     MemberRole,
     Rating,
     Study,
@@ -65,6 +67,7 @@ def coordinator_study_list(user: AnyUser, *, write: bool = True) -> QuerySet[Stu
         n_raters=_subcount(StudyMembership.objects.filter(role=MemberRole.RATER, active=True)),
         n_assignments=_subcount(Assignment.objects.exclude(status=AssignmentStatus.WITHDRAWN)),
         n_submitted=_subcount(Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)),
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)),
     )
     if Role.ADMIN in roles:
         return qs
@@ -76,9 +79,13 @@ def _member(user: AnyUser, roles: list[str]) -> Exists:
 
 
 def study_get_for_coordinator(user: AnyUser, *, pk: int, write: bool = True) -> Study:
-    """Return a study the user may manage (``write``) or read; raise Http404 otherwise."""
+    """Return a study the user may manage (``write``) or read; raise Http404 otherwise.
+
+    The study carries ``n_open_flags`` (the Flags tab's count on every study page, in the same query).
+    """
     roles = user_roles(user)
-    qs = Study.objects.select_related("instrument", "section", "created_by")
+    qs = Study.objects.select_related("instrument", "section", "created_by").annotate(
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)))
     if Role.ADMIN not in roles:
         allowed = [MemberRole.COORDINATOR] if Role.COORDINATOR in roles else []
         if not write and Role.RESEARCHER in roles:
@@ -453,6 +460,7 @@ def study_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Stud
     qs = Study.objects.select_related("instrument").annotate(
         n_conversations=Count("study_conversations", distinct=True),
         n_raters=Count("memberships", filter=Q(memberships__role=MemberRole.RATER), distinct=True),
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)),
     )
     if Role.ADMIN in roles:
         return qs
