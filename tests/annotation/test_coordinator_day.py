@@ -195,8 +195,10 @@ def test_email_settings_are_documented():
 
     example = (Path(settings.BASE_DIR) / ".env.example").read_text(encoding="utf-8")
     for name in ("EVALSITE_EMAIL_BACKEND", "EMAIL_HOST", "EMAIL_PORT", "EMAIL_HOST_USER", "EMAIL_HOST_PASSWORD",
-                 "EMAIL_USE_TLS", "DEFAULT_FROM_EMAIL", "EVALSITE_BASE_URL", "EVALSITE_REMINDER_CHECK_MINUTES"):
+                 "EMAIL_USE_TLS", "DEFAULT_FROM_EMAIL", "EVALSITE_BASE_URL", "EVALSITE_REMINDER_CHECK_MINUTES",
+                 "EVALSITE_REMINDER_COOLDOWN_MINUTES", "EVALSITE_PASSWORD_RESET_SECONDS"):
         assert f"\n{name}=" in example, name
+    assert example.count("\nEMAIL_HOST=") == 1  # one email block: a second one said other defaults (issue 28, defect 8)
 
 
 # --- flags --------------------------------------------------------------------------------------
