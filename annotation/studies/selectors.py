@@ -388,12 +388,15 @@ ACTIONS = {
     "evidence_set": "Evidence from raters (cited turns) changed",
     "adjudication_blinding_set": "Adjudication blinding changed",
     # The coordinator's day (issue 19).
-    "reminders_sent": "Reminders sent",
+    # What became of them (sent by SMTP, printed, failed) is in the entry's summary (issue 28).
+    "reminders_sent": "Reminder emails",
     "reminder_schedule_set": "Reminder schedule changed",
     "reminders_opted_out": "Rater turned reminders off",
     "reminders_opted_in": "Rater turned reminders on",
     "conversation_flagged": "Conversation flagged by a rater",
     "flag_resolved": "Flag resolved",
+    "flag_notices_off": "Coordinator turned flag emails off",
+    "flag_notices_on": "Coordinator turned flag emails on",
     "holdout_split": "Split into development and test sets",
     "final_declared": "Judge version declared final",
     "test_set_evaluated": "Test set evaluated",
