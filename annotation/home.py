@@ -23,4 +23,7 @@ def home_studies(request: HttpRequest, roles: frozenset[str]) -> dict[str, Any] 
         if roles & {Role.COORDINATOR, Role.RESEARCHER, Role.ADMIN}
         else [],
     }
+    # Flags wait for the people who resolve them: coordinators (and admins), not researchers.
+    context["open_flags"] = sum(s.n_open_flags for s in context["managed_studies"]) \
+        if roles & {Role.COORDINATOR, Role.ADMIN} else 0
     return context if context["rater_studies"] is not None or context["managed_studies"] else None

@@ -183,6 +183,8 @@ class StudyMembership(models.Model):
     # when the last one was sent (a scheduled run claims a rater by moving this forward).
     reminders_opted_out_at = models.DateTimeField(null=True, blank=True)
     last_reminded_at = models.DateTimeField(null=True, blank=True)
+    # Coordinators: an email when a rater flags a conversation of the study, unless turned off.
+    flag_notices_off = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

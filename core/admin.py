@@ -14,7 +14,7 @@ from django.db import models
 from django.http import HttpRequest
 
 from core import api_hosts
-from core.models import AllowedApiHost
+from core.models import AllowedApiHost, EmailRecord
 from core.parsers import BoundedJSONField
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
 
@@ -109,3 +109,19 @@ class EvalsiteUserAdmin(UserAdmin):
     def unlock_sign_in(self, request: HttpRequest, queryset: Any) -> None:
         cleared = sum(axes_reset(username=user.get_username()) for user in queryset)
         self.message_user(request, f"Sign-in unlocked for {queryset.count()} user(s); {cleared} failed attempt record(s) cleared.")
+
+
+@admin.register(EmailRecord)
+class EmailRecordAdmin(admin.ModelAdmin):
+    """The log of every message the app tried to send: read only (it says what happened)."""
+
+    list_display = ["created_at", "purpose", "address", "subject", "outcome", "study_id"]
+    list_filter = ["purpose", "outcome"]
+    search_fields = ["address", "subject", "error"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

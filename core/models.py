@@ -91,3 +91,48 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+
+class EmailPurpose(models.TextChoices):
+    REMINDER = "reminder", "Reminder to a rater"
+    FLAG_NOTICE = "flag_notice", "Flag notice to a coordinator"
+    PASSWORD_RESET = "password_reset", "Password-reset link"
+    OTHER = "other", "Other"
+
+
+class EmailOutcome(models.TextChoices):
+    """What the configured email backend did with a message: only ``sent`` left the machine."""
+
+    SENT = "sent", "sent"
+    FAILED = "failed", "failed"
+    PRINTED = "printed", "printed to the server's console"
+    WRITTEN = "written", "written to a file on the server"
+    KEPT = "kept", "kept in memory (test backend)"
+    DISCARDED = "discarded", "discarded (dummy backend)"
+
+
+class EmailRecord(models.Model):
+    """One message the app tried to send, with what became of it (``core.emails.email_send``).
+
+    ``study_id`` names the annotation study a message was about: a plain number, not a foreign
+    key, because core sits below the annotation app and must not refer to its tables. A record
+    outlives its study and its recipient (the log of what was sent stays true).
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    purpose = models.CharField(max_length=30, choices=EmailPurpose.choices)
+    study_id = models.PositiveIntegerField(null=True, blank=True, help_text="The study the message was about, if any")
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    address = models.CharField(max_length=254)
+    subject = models.CharField(max_length=300)
+    outcome = models.CharField(max_length=20, choices=EmailOutcome.choices)
+    backend = models.CharField(max_length=200, help_text="The email backend's dotted path at the time")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study_id", "purpose", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} to {self.address}: {self.outcome}"

@@ -1,10 +1,12 @@
 """Getting back into an account: Django's password reset and change, on the app's pages, throttled.
 
 - Reset: a person who forgot their password asks for a link by email (the configured email
-  backend: the console by default, SMTP when ``EMAIL_HOST`` is set). The page answers the same
-  whether or not an account has that address. Requests are limited per client address and per
-  email address (``EVALSITE_LOGIN_FAILURE_LIMIT`` per ``EVALSITE_LOGIN_LOCKOUT_MINUTES``, like
-  the login); past the limit the page answers 429 and sends nothing.
+  backend: the console by default, SMTP when ``EMAIL_HOST`` is set), recorded with its outcome
+  by ``core.emails`` like every message the app sends. The page answers the same whether or
+  not an account has that address, and whether or not the message went. Requests are limited
+  per client address and per email address (``EVALSITE_LOGIN_FAILURE_LIMIT`` per
+  ``EVALSITE_LOGIN_LOCKOUT_MINUTES``, like the login); past the limit the page answers 429 and
+  sends nothing.
 - Change: a signed-in person changes their password; the current password is checked through
   ``authenticate`` so django-axes counts wrong guesses and locks like a failed login.
 """
@@ -22,8 +24,11 @@ from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template import loader
 
+from core.emails import email_send
 from core.login_throttle import client_ip
+from core.models import EmailPurpose
 from core.throttle import throttle_hit
 
 
@@ -48,6 +53,15 @@ class ResetForm(PasswordResetForm):
         field = User.get_email_field_name()
         found = User._default_manager.filter(**{f"{field}__iexact": email, "is_active": True})
         return (user for user in found if (getattr(user, field) or "").casefold() == email.casefold())
+
+    def send_mail(self, subject_template_name: str, email_template_name: str, context: dict[str, Any],
+                  from_email: str | None, to_email: str, html_email_template_name: str | None = None) -> None:
+        """Send the link through the app's recorder: its outcome (sent, printed, failed) is kept."""
+        subject = "".join(loader.render_to_string(subject_template_name, context).splitlines())
+        body = loader.render_to_string(email_template_name, context)
+        html = loader.render_to_string(html_email_template_name, context) if html_email_template_name else None
+        email_send(purpose=EmailPurpose.PASSWORD_RESET, address=to_email, subject=subject, body=body,
+                   recipient=context.get("user"), html_body=html, from_email=from_email)
 
 
 class PasswordResetView(auth_views.PasswordResetView):

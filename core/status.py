@@ -1,4 +1,4 @@
-"""What answers and what waits: database, task queue, workers seen, stalled work.
+"""What answers and what waits: database, task queue, workers seen, stalled work, where email goes.
 
 Read by the admins' status page (``/status/``) and ``manage.py status``. Each check says what
 failed and what to do. Apps above core add their stalled work by registering a probe in their
@@ -46,12 +46,28 @@ class Stalled:
 
 
 @dataclass(frozen=True)
+class EmailStatus:
+    """Where email goes, in words, and what became of the messages of the last day, by outcome.
+
+    Informational: email that does not leave the machine (the console default) is said plainly,
+    but does not make the report fail.
+    """
+
+    backend: str  # the dotted path
+    words: str  # "SMTP via smtp.example.org:587 (STARTTLS)", "printed to the server's console: ..."
+    delivers: bool
+    hint: str
+    last_day: dict[str, int] = field(default_factory=dict)  # outcome -> messages in the last 24 hours
+
+
+@dataclass(frozen=True)
 class StatusReport:
     database: Check
     broker: Check
     workers: list[dict[str, Any]]
     stalled: list[Stalled] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    email: EmailStatus | None = None
 
     @property
     def services(self) -> tuple[Check, Check]:
@@ -126,6 +142,22 @@ def _without_password(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
+def email_status(*, with_counts: bool = True) -> EmailStatus:
+    """Describe the email backend; with ``with_counts``, count the last day's messages by outcome."""
+    from django.db.models import Count
+
+    from core.emails import backend_info
+    from core.models import EmailRecord
+
+    info = backend_info()
+    counts: dict[str, int] = {}
+    if with_counts:
+        since = timezone.now() - timedelta(days=1)
+        counts = dict(EmailRecord.objects.filter(created_at__gte=since).order_by().values_list("outcome")
+                      .annotate(n=Count("id")).values_list("outcome", "n"))
+    return EmailStatus(info.path, info.words, info.delivers, info.hint, counts)
+
+
 def status_report() -> StatusReport:
     """Return every check; a check that cannot run says why instead of raising."""
     from django.utils.module_loading import autodiscover_modules
@@ -149,4 +181,9 @@ def status_report() -> StatusReport:
                 problems.append(f"could not read the stalled work of {key}: {describe(exc)}")
     else:
         problems.append("workers and stalled work are read from the database: not read until it answers and is migrated")
-    return StatusReport(database, broker, workers, stalled, problems)
+    try:
+        email = email_status(with_counts=database.ok)
+    except Exception as exc:  # noqa: BLE001
+        email = None
+        problems.append(f"could not read the email log: {describe(exc)}")
+    return StatusReport(database, broker, workers, stalled, problems, email)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.errors import AnnotationError
 from annotation.flags import selectors as flag_reads
-from annotation.flags.services import conversation_flag, flag_resolve
+from annotation.flags.services import conversation_flag, flag_notices_set, flag_resolve
 from annotation.models import FlagReason
 from annotation.rating import selectors as rater_selectors
 from annotation.studies import selectors as reads
@@ -34,7 +34,7 @@ def flag_conversation(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = rater_selectors.assignment_get_for_rater(request.user, pk)
     try:
         flag = conversation_flag(assignment=assignment, user=request.user, reason=request.POST.get("reason", ""),
-                                 note=request.POST.get("note", ""))
+                                 note=request.POST.get("note", ""), link_base=request.build_absolute_uri("/"))
     except AnnotationError as exc:
         if _wants_json(request):
             return JsonResponse({"detail": str(exc)}, status=exc.status)
@@ -57,7 +57,7 @@ def study_flags(request: HttpRequest, pk: int) -> HttpResponse:
         "manages": reads.user_manages_study(request.user, study),
         "flags": list(flag_reads.study_flags(study, show=show)[:500]),
         "show": show,
-        "n_open": flag_reads.open_flag_count(study),
+        "n_open": study.n_open_flags,
         "reasons": FlagReason.choices,
     }
     return render(request, "annotation/flags/study_flags.html", context)
@@ -83,3 +83,18 @@ def study_flags_csv(request: HttpRequest, pk: int) -> HttpResponse:
              f.resolution] for f in flag_reads.study_flags(study, show="all"))
     header = ["conversation", "rater", "reason", "note", "status", "flagged_at", "resolved_at", "resolved_by", "resolution"]
     return csv_response(f"study-{study.pk}-flags.csv", header, rows)
+
+
+@require_POST
+def flag_notices_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Turn the coordinator's own email about new flags in this study on or off (the study page's form)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    receive = request.POST.get("receive") == "1"
+    try:
+        flag_notices_set(study=study, user=request.user, receive=receive)
+    except AnnotationError as exc:
+        messages.error(request, f"Nothing was changed: {exc}.")
+    else:
+        messages.success(request, "Saved: " + ("you get an email when a rater flags a conversation of this study."
+                                               if receive else "no more emails about flags in this study."))
+    return redirect(reverse("annotation:study-detail", args=[pk]) + "#flag-notices")

@@ -1,17 +1,21 @@
 """Send reminder emails to a study's raters, by the coordinator's button or on the study's schedule.
 
-Mail goes through Django's email framework (``EMAIL_BACKEND``: a file or the console by
-default, SMTP when configured; see ``.env.example``). A reminder names the study by its
-rater-facing title only and says how many conversations are left: nothing that unblinds.
+Mail goes through ``core.emails.email_send`` (Django's email framework, ``EMAIL_BACKEND``: the
+console by default, SMTP when configured; see ``.env.example``), which records each message
+with what the backend did with it: sent, failed with the reason, printed to the console or
+written to a file. The result says which, so the button never claims "sent" for a message that
+did not leave the machine. A reminder names the study by its rater-facing title only and says
+how many conversations are left: nothing that unblinds.
 Who gets one: active raters with unsubmitted work who have an email address and have not
 turned reminders off for the study. On the schedule, also only those neither active nor
 reminded for the study's number of days. A scheduled send first claims the rater (one UPDATE
-moving ``last_reminded_at`` forward), so two workers checking at once send one email.
+moving ``last_reminded_at`` forward), so two workers checking at once send one email. A send by
+hand within ``EVALSITE_REMINDER_COOLDOWN_MINUTES`` of the last reminders that went is refused
+(``ReminderCooldown``) unless confirmed.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,7 +23,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.urls import reverse
@@ -29,24 +32,64 @@ from annotation.errors import AnnotationError
 from annotation.models import Assignment, AssignmentStatus, MemberRole, Study, StudyMembership
 from annotation.rating.selectors import study_title_for_raters
 from annotation.studies.services import study_event
-
-logger = logging.getLogger("annotation.reminders")
+from core.emails import NO_MAIL_SERVER, backend_info, email_send
+from core.models import EmailOutcome, EmailPurpose, EmailRecord
 
 OPEN = (AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS)
+SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 MAX_EVERY_DAYS = 60
+
+
+# What the button says for the messages the backend accepted, by what it did with them.
+ACCEPTED_WORDS = {
+    EmailOutcome.SENT: "sent by SMTP",
+    EmailOutcome.PRINTED: f"printed to the server's console: {NO_MAIL_SERVER}",
+    EmailOutcome.WRITTEN: f"written to files on the server: {NO_MAIL_SERVER}",
+    EmailOutcome.KEPT: "kept in memory by the test email backend: none left the machine",
+    EmailOutcome.DISCARDED: "discarded by the dummy email backend: none left the machine",
+}
+
+
+class ReminderCooldown(AnnotationError):
+    """Reminders went a short while ago: a second send by hand must be confirmed."""
+
+    def __init__(self, last_at: datetime, now: datetime) -> None:
+        self.last_at = last_at
+        minutes = max(0, int((now - last_at).total_seconds() // 60))
+        self.ago = "less than a minute ago" if minutes < 1 else f"{minutes} minute{'s' if minutes != 1 else ''} ago"
+        super().__init__(f"reminders already went {self.ago}: confirm to send them again", status=409)
 
 
 @dataclass
 class ReminderResult:
+    """Who got a reminder (the backend accepted it), who did not and why, and what the backend did."""
+
     sent: list[str] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     failed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    outcome: str = ""  # what the accepted messages became (an EmailOutcome)
+    backend: str = ""  # a delivering backend other than SMTP, in words ("handed to the ... backend")
+
+    @property
+    def delivered(self) -> bool:
+        """Whether the accepted messages left the machine (SMTP or another delivering backend)."""
+        return self.outcome == EmailOutcome.SENT
 
     def summary(self) -> str:
-        parts = [f"{len(self.sent)} reminder{'s' if len(self.sent) != 1 else ''} sent"]
-        parts += [f"{n} {reason}" for reason, n in sorted(self.skipped.items())]
+        parts = []
+        if self.sent:
+            n = len(self.sent)
+            words = f"sent ({self.backend})" if self.backend else ACCEPTED_WORDS.get(self.outcome, "sent")
+            parts.append(f"{n} reminder{'s' if n != 1 else ''} {words}")
         if self.failed:
-            parts.append(f"{len(self.failed)} could not be sent ({', '.join(self.failed)}): see the server log")
+            reasons = list(dict.fromkeys(self.errors)) or ["see the reminder log"]
+            more = f" (and {len(reasons) - 1} other reason{'s' if len(reasons) > 2 else ''}: see the reminder log)" \
+                if len(reasons) > 1 else ""
+            parts.append(f"{len(self.failed)} failed: {reasons[0]}{more}")
+        if not parts:
+            parts.append("no reminder sent")
+        parts += [f"{n} {reason}" for reason, n in sorted(self.skipped.items())]
         return "; ".join(parts)
 
 
@@ -86,23 +129,47 @@ def reminder_message(study: Study, left: int, link_base: str) -> tuple[str, str]
     return subject, body
 
 
-def _send(study: Study, membership: StudyMembership, left: int, link_base: str) -> bool:
+def _send(study: Study, membership: StudyMembership, left: int, link_base: str) -> EmailRecord:
     subject, body = reminder_message(study, left, link_base)
-    try:
-        send_mail(subject, body, None, [membership.user.email], fail_silently=False)
-    except Exception:  # a mail server down must not lose the others, nor the page
-        logger.exception("reminder to rater %s of study %s failed", membership.user_id, study.pk)
-        return False
-    return True
+    return email_send(purpose=EmailPurpose.REMINDER, address=membership.user.email, subject=subject, body=body,
+                      recipient=membership.user, study_id=study.pk)
+
+
+def reminder_cooldown() -> timedelta:
+    """Return how long after reminders went a send by hand must be confirmed (0: never)."""
+    return timedelta(minutes=float(getattr(settings, "EVALSITE_REMINDER_COOLDOWN_MINUTES", 60) or 0))
+
+
+def last_reminders_at(study: Study) -> datetime | None:
+    """Return when the study's last reminder went (accepted by the backend; failures do not count)."""
+    return (EmailRecord.objects.filter(study_id=study.pk, purpose=EmailPurpose.REMINDER)
+            .exclude(outcome=EmailOutcome.FAILED).order_by("-created_at").values_list("created_at", flat=True).first())
+
+
+def reminders_recent(study: Study, *, now: datetime | None = None) -> datetime | None:
+    """Return when the last reminders went if that is within the cooldown (sending again asks to confirm)."""
+    cooldown = reminder_cooldown()
+    last = last_reminders_at(study) if cooldown else None
+    return last if last is not None and (now or timezone.now()) - last < cooldown else None
 
 
 def reminders_send(*, study: Study, actor: AbstractBaseUser | None, link_base: str | None = None,
-                   scheduled: bool = False, now: datetime | None = None) -> ReminderResult:
-    """Email the study's raters who have work left; return who got one and why the others did not."""
+                   scheduled: bool = False, confirm: bool = False, now: datetime | None = None) -> ReminderResult:
+    """Email the study's raters who have work left; return who got one, why the others did not, and how.
+
+    A send by hand (not ``scheduled``) within the cooldown of the last reminders that went raises
+    ``ReminderCooldown`` and sends nothing, unless ``confirm``.
+    """
     now = now or timezone.now()
+    if not scheduled and not confirm:
+        recent = reminders_recent(study, now=now)
+        if recent is not None:
+            raise ReminderCooldown(recent, now)
     link_base = (link_base or base_url()).rstrip("/")
     left = _left_by_rater(study)
-    result = ReminderResult()
+    info = backend_info()
+    other = info.delivers and info.path != SMTP_BACKEND
+    result = ReminderResult(outcome=info.outcome, backend=info.words if other else "")
     since = now - timedelta(days=study.reminder_every_days or 0)
     members = StudyMembership.objects.filter(study=study, role=MemberRole.RATER, active=True).select_related("user")
     for membership in members.order_by("user__username"):
@@ -130,11 +197,17 @@ def reminders_send(*, study: Study, actor: AbstractBaseUser | None, link_base: s
         else:
             StudyMembership.objects.filter(pk=membership.pk).update(last_reminded_at=now)
         name = membership.user.get_username()
-        (result.sent if _send(study, membership, state["left"], link_base) else result.failed).append(name)
+        record = _send(study, membership, state["left"], link_base)
+        if record.outcome == EmailOutcome.FAILED:
+            result.failed.append(name)
+            result.errors.append(record.error)
+        else:
+            result.sent.append(name)
+            result.outcome = record.outcome
     if result.sent or result.failed:
         study_event(study=study, actor=actor, action="reminders_sent",
                     summary=("on the study's schedule: " if scheduled else "") + result.summary(),
-                    sent=result.sent, failed=result.failed)
+                    sent=result.sent, failed=result.failed, outcome=result.outcome)
     return result
 
 

@@ -15,7 +15,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.errors import AnnotationError
 from annotation.models import MemberRole, StudyMembership
 from annotation.rating.selectors import rater_title
-from annotation.reminders.services import reminders_opt, reminders_send, study_set_reminder_schedule
+from annotation.reminders.services import (
+    ReminderCooldown,
+    ReminderResult,
+    reminders_opt,
+    reminders_send,
+    study_set_reminder_schedule,
+)
 from annotation.studies import selectors as reads
 from core.permissions import roles_required
 from core.roles import Role
@@ -27,11 +33,33 @@ def _progress(pk: int) -> HttpResponse:
 
 @require_POST
 def reminders_send_now(request: HttpRequest, pk: int) -> HttpResponse:
-    """Email every rater of the study who has work left (and has not turned reminders off)."""
+    """Email every rater of the study who has work left (and has not turned reminders off).
+
+    Within the cooldown of the last reminders that went, nothing is sent unless the form's
+    "send again" box is ticked (the progress page shows it with when the last ones went).
+    """
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    result = reminders_send(study=study, actor=request.user, link_base=request.build_absolute_uri("/"))
-    (messages.success if result.sent and not result.failed else messages.warning)(request, result.summary()[:1].upper() + result.summary()[1:] + ".")
+    try:
+        result = reminders_send(study=study, actor=request.user, link_base=request.build_absolute_uri("/"),
+                                confirm=request.POST.get("confirm") == "1")
+    except ReminderCooldown as exc:
+        messages.warning(request, f"Nothing was sent: reminders already went {exc.ago}. To send them again, "
+                                  "tick “Send again” and press the button.")
+        return _progress(pk)
+    _say(request, result)
     return _progress(pk)
+
+
+def _say(request: HttpRequest, result: ReminderResult) -> None:
+    """Say what happened: sent by SMTP (success), printed or written (warning), failed (error)."""
+    text = result.summary()
+    text = text[:1].upper() + text[1:] + "."
+    if result.failed and not result.sent:
+        messages.error(request, text)
+    elif result.sent and result.delivered and not result.failed:
+        messages.success(request, text)
+    else:
+        messages.warning(request, text)
 
 
 @require_POST

@@ -23,6 +23,8 @@ from django.http import Http404
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    ConversationFlag,
+    FlagStatus,
     MemberRole,
     Rating,
     Study,
@@ -65,6 +67,7 @@ def coordinator_study_list(user: AnyUser, *, write: bool = True) -> QuerySet[Stu
         n_raters=_subcount(StudyMembership.objects.filter(role=MemberRole.RATER, active=True)),
         n_assignments=_subcount(Assignment.objects.exclude(status=AssignmentStatus.WITHDRAWN)),
         n_submitted=_subcount(Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)),
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)),
     )
     if Role.ADMIN in roles:
         return qs
@@ -76,9 +79,13 @@ def _member(user: AnyUser, roles: list[str]) -> Exists:
 
 
 def study_get_for_coordinator(user: AnyUser, *, pk: int, write: bool = True) -> Study:
-    """Return a study the user may manage (``write``) or read; raise Http404 otherwise."""
+    """Return a study the user may manage (``write``) or read; raise Http404 otherwise.
+
+    The study carries ``n_open_flags`` (the Flags tab's count on every study page, in the same query).
+    """
     roles = user_roles(user)
-    qs = Study.objects.select_related("instrument", "section", "created_by")
+    qs = Study.objects.select_related("instrument", "section", "created_by").annotate(
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)))
     if Role.ADMIN not in roles:
         allowed = [MemberRole.COORDINATOR] if Role.COORDINATOR in roles else []
         if not write and Role.RESEARCHER in roles:
@@ -381,12 +388,15 @@ ACTIONS = {
     "evidence_set": "Evidence from raters (cited turns) changed",
     "adjudication_blinding_set": "Adjudication blinding changed",
     # The coordinator's day (issue 19).
-    "reminders_sent": "Reminders sent",
+    # What became of them (sent by SMTP, printed, failed) is in the entry's summary (issue 28).
+    "reminders_sent": "Reminder emails",
     "reminder_schedule_set": "Reminder schedule changed",
     "reminders_opted_out": "Rater turned reminders off",
     "reminders_opted_in": "Rater turned reminders on",
     "conversation_flagged": "Conversation flagged by a rater",
     "flag_resolved": "Flag resolved",
+    "flag_notices_off": "Coordinator turned flag emails off",
+    "flag_notices_on": "Coordinator turned flag emails on",
     "holdout_split": "Split into development and test sets",
     "final_declared": "Judge version declared final",
     "test_set_evaluated": "Test set evaluated",
@@ -453,6 +463,7 @@ def study_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Stud
     qs = Study.objects.select_related("instrument").annotate(
         n_conversations=Count("study_conversations", distinct=True),
         n_raters=Count("memberships", filter=Q(memberships__role=MemberRole.RATER), distinct=True),
+        n_open_flags=_subcount(ConversationFlag.objects.filter(status=FlagStatus.OPEN)),
     )
     if Role.ADMIN in roles:
         return qs

@@ -19,8 +19,9 @@ from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
 from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
 from annotation.errors import AnnotationError
-from annotation.flags.selectors import open_flag_count
-from annotation.models import AssignmentStatus
+from annotation.models import AssignmentStatus, MemberRole
+from annotation.reminders.selectors import reminder_log
+from annotation.reminders.services import last_reminders_at, reminders_recent
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
 from annotation.studies.forms import (
@@ -50,6 +51,7 @@ from annotation.studies.services import (
     study_remove_rater,
 )
 from core.csvstream import csv_response
+from core.emails import backend_info
 from core.locks import locked_conversation_ids, withheld_note
 from core.staged_uploads import import_page
 from core.tables import Column, TableQuery
@@ -161,6 +163,9 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
         "external_raters": reads.external_raters(study),
     }
+    # The viewer's own coordination of the study: the "email me about flags" setting (issue 28, defect 3).
+    context["my_coordination"] = next((m for m in context["members"] if m.user_id == request.user.pk
+                                       and m.role == MemberRole.COORDINATOR and m.active), None)
     return render(request, "annotation/coordinator/study_detail.html", context)
 
 
@@ -327,11 +332,20 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "page": table.paginate(rows),
         "removed": reads.removed_work(study),
         # The coordinator's day: open flags and who a reminder would reach.
-        "n_open_flags": open_flag_count(study),
+        "n_open_flags": study.n_open_flags,
         "reminder_candidates": sum(1 for r in progress.raters if r.membership.active and not r.external_label
                                    and r.remaining and not r.reminders_off and r.membership.user.email),
+        # Where email goes, in words, and what became of the last reminders (issue 28, defect 2).
+        "email_backend": backend_info(),
+        "reminder_log": reminder_log(study),
+        **_reminder_cooldown(study),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
+
+
+def _reminder_cooldown(study: Any) -> dict[str, Any]:
+    """Return when the last reminders went, and whether sending again now asks to confirm."""
+    return {"last_reminders_at": last_reminders_at(study), "reminders_confirm": reminders_recent(study) is not None}
 
 
 @require_GET

@@ -385,9 +385,10 @@ EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", 
 # each interval the page estimates how many more doubly-rated conversations would reach it.
 REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))
 
-# --- Email: password-reset links and reminders to raters ------------------------------------
-# Django's email framework. With nothing set, each message is printed on the console (the
-# terminal of `make run`; nothing leaves the machine); EMAIL_HOST switches to SMTP, and
+# --- Email: password-reset links, reminders to raters, flag notices to coordinators ----------
+# Django's email framework; every message is recorded with its outcome (core.emails). With
+# nothing set, each message is printed on the console (the terminal of `make run`; nothing
+# leaves the machine, and the pages say so); EMAIL_HOST switches to SMTP, and
 # EVALSITE_EMAIL_BACKEND (file: one file per message under var/sent-emails/, console, smtp, or
 # a backend's dotted path) says it explicitly.
 _EMAIL_BACKENDS = {
@@ -412,3 +413,6 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite <evalsite@lo
 EVALSITE_BASE_URL = os.environ.get("EVALSITE_BASE_URL", "http://127.0.0.1:8000")
 # How often each worker looks for studies whose scheduled reminders are due (annotation.tasks).
 EVALSITE_REMINDER_CHECK_MINUTES = float(os.environ.get("EVALSITE_REMINDER_CHECK_MINUTES", "60"))
+# A coordinator who presses "Send reminders" again this soon after the last ones went is asked
+# to confirm first (0: never asked).
+EVALSITE_REMINDER_COOLDOWN_MINUTES = float(os.environ.get("EVALSITE_REMINDER_COOLDOWN_MINUTES", "60"))

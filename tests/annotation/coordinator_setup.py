@@ -73,3 +73,20 @@ def submit(assignment: Assignment, main: dict[str, str], *, section: dict[str, s
 
 def all_items(label: str) -> dict[str, str]:
     return dict.fromkeys(AMHART_KEYS, label)
+
+
+def add_coordinator(study: Study, username: str, *, email: str = "", flag_notices_off: bool = False) -> Any:
+    """Add a second coordinator to a study (a user with the coordinator role), optionally without flag emails."""
+    from annotation.models import MemberRole, StudyMembership
+
+    user = make_user(username, Role.COORDINATOR, email=email)
+    StudyMembership.objects.create(study=study, user=user, role=MemberRole.COORDINATOR, flag_notices_off=flag_notices_off)
+    return user
+
+
+def flag(client: Any, assignment: Assignment, reason: str = "distressing", note: str = "") -> Any:
+    """Flag an assignment's conversation as its rater does from the rating page (the JSON answer)."""
+    from django.urls import reverse
+
+    return client.post(reverse("annotation:rate-flag", args=[assignment.pk]), {"reason": reason, "note": note},
+                       HTTP_ACCEPT="application/json")

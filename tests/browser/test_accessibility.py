@@ -74,6 +74,7 @@ NOT_PAGES = {
     "annotation:study-reminders-schedule": "POST action (a form on the progress page)",
     "annotation:rate-flag": "POST action (a form on the rating page)",
     "annotation:study-flag-resolve": "POST action (a form on the flags page)",
+    "annotation:study-flag-notices": "POST action (a form on the study page)",
     "reports:development-split": "POST action", "reports:development-declare": "POST action",
     "reports:development-evaluate": "POST action", "reports:development-csv": "file download",
     "reports:development-look-csv": "file download",

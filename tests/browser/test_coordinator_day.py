@@ -52,6 +52,9 @@ def audit(db):  # type: ignore[no-untyped-def]
     for i, a in enumerate(Assignment.objects.filter(study=audit.study, status=AssignmentStatus.SUBMITTED).order_by("rater_id", "id")):
         when = now - timedelta(hours=6 + 7 * (i % 14))
         Assignment.objects.filter(pk=a.pk).update(submitted_at=when, started_at=when, last_activity_at=when)
+    for rater in audit.raters:  # addresses, so the reminder button has someone to write to
+        rater.email = f"{rater.username}@example.org"
+        rater.save(update_fields=["email"])
     return audit
 
 
@@ -69,6 +72,12 @@ def test_the_coordinators_progress_page_reads_at_phone_and_desktop_width(page, a
     _shots(page, "coordinator-day-progress")
     page.click("#send-reminders")
     expect(page.locator(".messages")).to_contain_text("reminder")
+    # Issue 28, defect 2: the page says where email went and keeps the log; a second press asks first.
+    expect(page.locator("#email-backend")).to_contain_text("Email goes")
+    expect(page.locator("table.reminder-log")).to_be_visible()
+    expect(page.locator("#reminders-confirm")).to_contain_text("Send again")
+    check_a11y(page, "progress page after reminders")
+    _shots(page, "coordinator-day-reminder-log")
 
 
 def test_a_rater_flags_a_conversation_and_keeps_every_answer(page, audit):
@@ -101,7 +110,12 @@ def test_a_rater_flags_a_conversation_and_keeps_every_answer(page, audit):
 
     page.context.clear_cookies()
     log_in(page, audit.coordinator.username, PASSWORD)
+    # Issue 28, defect 3: the flag is counted where the coordinator looks first.
+    page.goto("/")
+    expect(page.locator("#home-open-flags")).to_contain_text("1 flagged conversation")
+    _shots(page, "coordinator-day-home-flags")
     page.goto(f"/studies/{audit.study.pk}/flags/")
+    expect(page.locator("#flags-tab")).to_contain_text("Flags (1)")
     expect(page.locator("table.flags")).to_contain_text("The last reply stops mid-sentence.")
     check_a11y(page, "flags page")
     _shots(page, "coordinator-day-flags")

@@ -52,6 +52,26 @@ def test_an_unknown_address_gets_the_same_answer_and_no_email(db, mailoutbox):
     assert mailoutbox == []
 
 
+def test_a_reset_link_goes_through_smtp_and_is_recorded_with_its_outcome(maya, smtp_server):
+    """Issue 28, defect 2: the reset email is received by a real mail server and recorded as sent."""
+    from core.models import EmailRecord
+
+    Client().post("/accounts/password/reset/", {"email": "maya@example.org"})
+    [(to, message)] = smtp_server.received
+    assert to == ["maya@example.org"] and "/accounts/password/reset/" in smtp_server.body(message)
+    record = EmailRecord.objects.get()
+    assert (record.purpose, record.outcome, record.recipient, record.address) == ("password_reset", "sent", maya, "maya@example.org")
+
+
+def test_a_refused_reset_email_is_recorded_failed_and_the_page_answers_the_same(maya, refusing_smtp_server):
+    from core.models import EmailRecord
+
+    answer = Client().post("/accounts/password/reset/", {"email": "maya@example.org"})
+    assert answer.status_code == 302 and answer["Location"] == "/accounts/password/reset/sent/"
+    record = EmailRecord.objects.get()
+    assert record.outcome == "failed" and "550" in record.error
+
+
 def test_reset_requests_are_limited_per_address_like_the_login(maya, mailoutbox):
     client = Client()
     for _ in range(settings.AXES_FAILURE_LIMIT):

@@ -63,3 +63,25 @@ def test_favicon_is_answered_not_logged_as_missing(db):
 
     response = Client().get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith("evalsite/favicon.svg")
+
+
+def test_the_status_page_and_command_name_the_email_backend_in_words(admin_user):
+    """Issue 28, defect 2: no page said which backend delivers; the console default prints and says so."""
+    from django.test import override_settings
+
+    from core.emails import email_send
+
+    with override_settings(EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend"):
+        email_send(purpose="other", address="clara@example.org", subject="s", body="b")
+        page = client_for(admin_user).get("/status/").content.decode()
+        out = StringIO()
+        with pytest.raises(SystemExit):
+            call_command("status", stdout=out)
+    email = page.split('id="email"')[1].split("<h2")[0]
+    assert "not delivered" in email and "printed to the server&#x27;s console" in email and "EMAIL_HOST" in email
+    assert "1 printed" in email
+    assert "printed to the server's console" in out.getvalue() and "last 24 hours: 1 printed" in out.getvalue()
+    with override_settings(EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend", EMAIL_HOST="smtp.example.org",
+                           EMAIL_PORT=587, EMAIL_USE_TLS=True, EMAIL_USE_SSL=False):
+        page = client_for(admin_user).get("/status/").content.decode()
+    assert "delivers" in page and "SMTP via smtp.example.org:587 (STARTTLS)" in page

@@ -1,16 +1,20 @@
-"""Pytest fixtures for the LLM test server and a task queue that is down; registered through ``pytest_plugins``."""
+"""Pytest fixtures: the LLM test server, a task queue that is down, a local SMTP server; registered through ``pytest_plugins``."""
 
 from __future__ import annotations
 
 import os
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from celery import current_app
 from kombu import pools
 
 from tests.support.fake_llm import FakeLLM
+
+if TYPE_CHECKING:  # aiosmtpd is imported by the email tests only
+    from tests.support.smtp_server import LocalSMTP
 
 
 @pytest.fixture
@@ -77,3 +81,25 @@ def redis_url() -> Iterator[str]:
     for stale in client.scan_iter("evalsite-test:*"):
         client.delete(stale)
     client.close()
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[LocalSMTP]:
+    """Yield a real SMTP server on a free local port, with the settings that send through it applied."""
+    from django.test import override_settings
+
+    from tests.support.smtp_server import LocalSMTP
+
+    with LocalSMTP() as server, override_settings(**server.settings()):
+        yield server
+
+
+@pytest.fixture
+def refusing_smtp_server() -> Iterator[LocalSMTP]:
+    """Yield a real local SMTP server that answers every recipient "550", with its settings applied."""
+    from django.test import override_settings
+
+    from tests.support.smtp_server import LocalSMTP
+
+    with LocalSMTP(refuse="550 5.1.1 Mailbox unavailable") as server, override_settings(**server.settings()):
+        yield server

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from annotation.reminders.services import reminders_send, reminders_send_due
+from annotation.reminders.services import ReminderCooldown, reminders_send, reminders_send_due
+from core.emails import backend_info
 
 
 class Command(BaseCommand):
@@ -15,14 +16,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--study", type=int, help="Remind this study's raters now, as the progress page's button does")
+        parser.add_argument("--again", action="store_true",
+                            help="with --study: send even if reminders went within EVALSITE_REMINDER_COOLDOWN_MINUTES")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options.get("study"):
             study = Study.objects.filter(pk=options["study"]).first()
             if study is None:
-                from django.core.management.base import CommandError
-
                 raise CommandError(f"no study {options['study']}")
-            self.stdout.write(reminders_send(study=study, actor=None).summary())
+            try:
+                result = reminders_send(study=study, actor=None, confirm=options["again"])
+            except ReminderCooldown as exc:
+                raise CommandError(f"nothing was sent: {exc} (--again)") from exc
+            self.stdout.write(result.summary())
             return
-        self.stdout.write(f"{reminders_send_due()} scheduled reminder(s) sent")
+        n = reminders_send_due()
+        self.stdout.write(f"{n} scheduled reminder(s) accepted by the email backend, {backend_info().words}; "
+                          "failures are in each study's reminder log (progress page)")

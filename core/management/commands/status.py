@@ -1,4 +1,4 @@
-"""Say what answers and what waits: database, task queue, workers seen in the last minute, stalled work."""
+"""Say what answers and what waits: database, task queue, workers seen in the last minute, stalled work, email."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class Command(BaseCommand):
                 "database": report.database.__dict__, "broker": report.broker.__dict__,
                 "workers": [{**w, "last_seen": w["last_seen"].isoformat()} for w in report.workers],
                 "stalled": [s.__dict__ for s in report.stalled], "problems": report.problems,
+                "email": report.email.__dict__ if report.email else None,
             }, default=list, indent=2))
         else:
             for check in (report.database, report.broker):
@@ -47,6 +48,13 @@ class Command(BaseCommand):
                 self.stdout.write(f"              what to do: {item.hint}")
             if report.database.ok and not report.stalled:
                 self.stdout.write(self.style.SUCCESS("ok  ") + " stalled  nothing is waiting for a worker")
+            if report.email:
+                email = report.email
+                mark = self.style.SUCCESS("ok  ") if email.delivers else self.style.WARNING("NOTE")
+                last_day = ", ".join(f"{n} {outcome}" for outcome, n in sorted(email.last_day.items())) or "none"
+                self.stdout.write(f"{mark} email    {email.words} ({email.backend}); last 24 hours: {last_day}")
+                if email.hint:
+                    self.stdout.write(f"              what to do: {email.hint}")
             for problem in report.problems:
                 self.stdout.write(self.style.ERROR("??  ") + f" {problem}")
         if not report.ok:
