@@ -214,11 +214,17 @@ STATICFILES_FINDERS = [
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    # The embedded mode serves static files straight from the finders (no collectstatic), with
-    # debug on or off; production settings switch to the compressed, hashed manifest.
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Every mode serves static files as production does: hashed names (so they are cached for a
+    # year, immutable), each precompressed (gzip and brotli) by collectstatic. The embedded mode's
+    # `manage.py serve` (make run) collects them before it starts; production runs collectstatic
+    # at deploy (README). Unit tests keep the plain storage; tests/core/test_static_files.py
+    # collects and serves the real thing.
+    "staticfiles": {"BACKEND": "core.static.StaticStorage"},
 }
-WHITENOISE_USE_FINDERS = True
+# Only the hashed copies are kept and compressed (the plain names are what templates never use).
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
+# With debug on, a file edited since the last collect is still found (by its plain name).
+WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 

@@ -50,3 +50,9 @@ AXES_ENABLED = False
 # The tests' local model servers (tests/support/fake_llm.py) listen on random loopback ports:
 # allowed here only. tests/security proves this machine's ports are refused without it.
 EVALSITE_API_HOSTS_EXTRA = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+# Like the unit tests: plain static storage (no collectstatic before every integration run).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True

@@ -20,10 +20,6 @@ SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
 if not os.environ.get("DJANGO_ALLOWED_HOSTS"):
     raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set in production")
 
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-}
 WHITENOISE_USE_FINDERS = False  # collectstatic first (README)
 WHITENOISE_AUTOREFRESH = False
 EVALSITE_DEMO_ALLOWED = False

@@ -30,7 +30,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (
         "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "EVALSITE_DEBUG", "DJANGO_DEBUG", "DJANGO_SECRET_KEY",
     )}
-    env.update(EVALSITE_VAR_DIR=str(tmp_path / "var"), **extra)
+    # `serve` collects the static files: the tests of one session share them (the compressed
+    # copies are kept, so only the first pays for compressing the plotly bundles).
+    env.update(EVALSITE_VAR_DIR=str(tmp_path / "var"), DJANGO_STATIC_ROOT=str(tmp_path.parent / "shared-static"), **extra)
     return env
 
 
