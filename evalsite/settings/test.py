@@ -15,6 +15,10 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Plain names, found where they are (no collectstatic before a test run); the hashed, compressed
+# storage is collected and served for real in tests/core/test_static_files.py.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_KEEP_ONLY_HASHED_FILES = False
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Tests script the fake LLM's replies call by call: the launch check's extra call would take one.
 # The launch-check tests turn it on for themselves.
