@@ -91,7 +91,8 @@ def _child_environment(args: argparse.Namespace, mode: str) -> dict[str, str]:
 def _plan(args: argparse.Namespace, fake_url: str, conversations: int, messages: int, dispatch: bool):  # type: ignore[no-untyped-def]
     from corpus.models import PersonaSet, Target
     from corpus.personas.services import personas_import
-    from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
+    from simulation.batch_spec import BatchSpec, UserAgent
+    from simulation.batches import simulation_batch_create
 
     persona_set = PersonaSet.objects.filter(key__isnull=False).first()
     if persona_set is None:

@@ -235,7 +235,7 @@ def run_stalled_count(run: JudgeRun) -> int:
     """Return how many of a going run's results are stalled: running, but their lease ran out."""
     if run.is_finished:
         return 0
-    from judging.runs import stalled_results
+    from judging.leases import stalled_results
 
     return len(stalled_results(run.pk))
 

@@ -13,8 +13,8 @@ from typing import Any
 from celery import shared_task
 
 from core import recovery
+from judging.execute import judge_result_job
 from judging.runs import (
-    judge_result_job,
     judge_results_recover,
     judge_results_recover_lost,
     judge_results_redispatch,

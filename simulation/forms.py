@@ -93,7 +93,7 @@ class SimulationBatchForm(forms.Form):
         return value
 
     def to_spec(self):  # type: ignore[no-untyped-def]
-        from simulation.batches import BatchSpec, UserAgent
+        from simulation.batch_spec import BatchSpec, UserAgent
 
         data = self.cleaned_data
 

@@ -235,7 +235,7 @@ def _check_http_target(target: Any) -> ModelCheck:
 
 
 def batch_preflight(spec: Any) -> PreflightReport:
-    """Check the user-agent model and every chosen chatbot of a batch spec (``batches.BatchSpec``)."""
+    """Check the user-agent model and every chosen chatbot of a batch spec (``batch_spec.BatchSpec``)."""
     from corpus.models import Target
 
     ua = spec.user_agent

@@ -92,7 +92,7 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
     kickoff_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
 
     def to_spec(self):  # type: ignore[no-untyped-def]
-        from simulation.batches import BatchSpec, UserAgent
+        from simulation.batch_spec import BatchSpec, UserAgent
 
         data = self.validated_data
         ua = data["user_agent"]

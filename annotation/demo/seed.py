@@ -43,10 +43,11 @@ from corpus.models import Conversation, Instrument
 from corpus.personas.services import builtin_personas_load
 from judging.cache import DbCache
 from judging.checklist import build_messages, response_format
+from judging.execute import judge_run_execute_in_process
 from judging.judges import judge_create
 from judging.material import conversation_materials, instrument_view
 from judging.models import Judge, JudgeRun, RunStatus
-from judging.runs import judge_run_create, judge_run_execute_in_process
+from judging.runs import judge_run_create
 from simulation.llm import LLMResult, request_hash
 
 DEMO_USERS = [

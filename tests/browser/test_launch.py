@@ -10,7 +10,8 @@ from corpus.instruments.services import builtin_instruments_load
 from corpus.personas.services import builtin_personas_load
 from judging.models import Judge, JudgeRun
 from judging.services import judge_create
-from simulation.batches import UserAgent, simulation_batch_create
+from simulation.batch_spec import UserAgent
+from simulation.batches import simulation_batch_create
 from simulation.models import SimulationBatch
 from simulation.simulate import simulation_run_execute
 from tests.browser.conftest import log_in, screenshot

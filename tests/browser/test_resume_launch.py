@@ -6,7 +6,8 @@ import pytest
 from playwright.sync_api import expect
 
 from corpus.personas.services import builtin_personas_load
-from simulation.batches import UserAgent, simulation_batch_cancel, simulation_batch_create
+from simulation.batch_spec import UserAgent
+from simulation.batches import simulation_batch_cancel, simulation_batch_create
 from simulation.models import SimulationBatch
 from tests.browser.conftest import log_in, screenshot
 from tests.conftest import PASSWORD

@@ -34,7 +34,8 @@ from judging.judges import judge_create
 from judging.models import JudgeLabel, ResultStatus, RunStatus
 from judging.runs import judge_run_create
 from simulation import offline_model
-from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
+from simulation.batch_spec import BatchSpec, UserAgent
+from simulation.batches import simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 
 pytestmark = pytest.mark.integration

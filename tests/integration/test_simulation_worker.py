@@ -21,7 +21,8 @@ import pytest
 
 from corpus.models import Message, Target
 from corpus.personas.services import builtin_personas_load
-from simulation.batches import BatchSpec, UserAgent, simulation_batch_create
+from simulation.batch_spec import BatchSpec, UserAgent
+from simulation.batches import simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 from tests.support.fake_llm import FakeLLM
 from tests.support.services import worker_database_url

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from judging import runs, services
+from judging import execute, services
 from judging.models import JudgeLabel, ResultStatus, RunStatus
 from simulation.llm.engine import db, run_jobs
 from tests.support.fake_llm import FakeLLM, http_500
@@ -38,7 +38,7 @@ def _cancel_when(fake: FakeLLM, run, in_flight: int, seen: dict[str, int]):  # t
 def _judge_all(run, fake: FakeLLM, in_flight: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
     seen: dict[str, int] = {}
     ids = list(run.results.values_list("pk", flat=True))
-    jobs = [lambda pk=pk: runs.judge_result_job(result_id=pk) for pk in ids]
+    jobs = [lambda pk=pk: execute.judge_result_job(result_id=pk) for pk in ids]
     run_jobs([*jobs, _cancel_when(fake, run, in_flight, seen)])
     return seen
 
@@ -90,5 +90,5 @@ def test_a_result_in_its_backoff_makes_no_further_attempt_after_a_cancel(fake, a
         seen["at_cancel"] = fake.calls_total
 
     result_id = run.results.get().pk
-    run_jobs([lambda: runs.judge_result_job(result_id=result_id), cancel_in_the_backoff])
+    run_jobs([lambda: execute.judge_result_job(result_id=result_id), cancel_in_the_backoff])
     assert seen["at_cancel"] == 1 and fake.calls_total == 1

@@ -10,10 +10,10 @@ from rest_framework.test import APIClient
 
 from core.enqueue import BrokerUnavailable
 from corpus.instruments.flow import Flow
-from judging import checklist, runs, services
+from judging import checklist, execute, services
+from judging.execute import judge_result_execute
 from judging.material import checklist_items
 from judging.models import JudgeResult, JudgeRun, LabelStatus, ResultStatus
-from judging.runs import judge_result_execute
 from simulation.llm import ratelimit
 from tests.conftest import client_for
 from tests.judging.conftest import checklist_reply
@@ -113,7 +113,7 @@ def test_a_question_flow_that_fails_inside_stores_a_missing_label_per_dimension(
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("a bug in the walk")
 
-    monkeypatch.setattr(runs, "judge_flow", broken)
+    monkeypatch.setattr(execute, "judge_flow", broken)
     judge = make_judge("flow-judge", vera, structured_output=False)
     run = run_now([judge], conversations[:1])
     result = run.results.get()

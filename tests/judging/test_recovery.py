@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from judging import runs, services
+from judging import execute, leases, runs, services, store
 from judging.models import JudgeLabel, JudgeResult, ResultStatus, RunStatus
 from judging.selectors import run_stalled_count
 from judging.tasks import recover_stalled
@@ -32,9 +32,9 @@ def _crash_mid_result(_monkeypatch: pytest.MonkeyPatch, result_id: int, owner: s
         raise Crash()
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runs, "_judge", dying_judge)
+        patch.setattr(execute, "_judge", dying_judge)
         with pytest.raises(Crash):
-            run_job(lambda: runs.judge_result_job(result_id=result_id, owner=owner))
+            run_job(lambda: execute.judge_result_job(result_id=result_id, owner=owner))
 
 
 def _expire(result: JudgeResult) -> None:
@@ -53,7 +53,7 @@ def test_a_result_whose_worker_died_is_stalled_and_resumed_when_a_worker_starts(
     assert victim.status == ResultStatus.RUNNING and victim.lease_owner and victim.attempts == 1
 
     # While the lease is live the result is not stalled, and a second delivery leaves it alone.
-    assert run_stalled_count(run) == 0 and runs.stalled_results(run.pk) == []
+    assert run_stalled_count(run) == 0 and leases.stalled_results(run.pk) == []
     assert services.judge_result_execute(result_id=victim.pk) == ResultStatus.RUNNING
     assert fake.calls_total == 1
 
@@ -78,7 +78,7 @@ def test_a_holder_that_is_a_dead_process_on_this_host_is_taken_over_at_once(fake
     dead = new_owner("dead").split(":")
     dead[1] = "999999999"  # no such pid
     _crash_mid_result(monkeypatch, result.pk, owner=":".join(dead))
-    assert runs.stalled_results(run.pk) == [result.pk]
+    assert leases.stalled_results(run.pk) == [result.pk]
     assert services.judge_result_execute(result_id=result.pk) == ResultStatus.DONE
 
 
@@ -125,11 +125,11 @@ def test_cancel_stops_running_results_and_their_late_store_is_refused(fake, amha
     async def judge_then_cancelled() -> str:
         from simulation.llm.engine import db
 
-        claimed = await db(runs._claim, result.pk, owner)
+        claimed = await db(leases.claim, result.pk, owner)
         assert isinstance(claimed, JudgeResult)
         await db(services.judge_run_cancel, run=run)  # a researcher presses Cancel meanwhile
-        caller = runs.Caller(runs.JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
-        stored = await db(runs._finish, claimed, owner, caller, [], ResultStatus.DONE, "", "", [], "")
+        caller = execute.Caller(execute.JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)]), None)
+        stored = await db(store.finish, claimed, owner, caller, [], ResultStatus.DONE, "", "", [], "")
         return "stored" if stored else "refused"
 
     assert run_job(judge_then_cancelled) == "refused"
@@ -149,7 +149,7 @@ def test_a_worker_that_loses_its_lease_stops_calling(fake, amhart, conversations
     result = run.results.get()
 
     async def worker_then_taken_over() -> str:
-        job = asyncio.ensure_future(runs.judge_result_job(result_id=result.pk, owner="thishost:1:worker:slow"))
+        job = asyncio.ensure_future(execute.judge_result_job(result_id=result.pk, owner="thishost:1:worker:slow"))
         await asyncio.sleep(0.2)
         from simulation.llm.engine import db
 
@@ -275,13 +275,13 @@ def test_a_holder_alive_in_this_process_keeps_its_result_past_its_lease(fake, am
     result = run.results.get()
     holder = new_owner("slow")
     owner_started(holder)
-    assert isinstance(runs._claim(result.pk, holder), JudgeResult)
+    assert isinstance(leases.claim(result.pk, holder), JudgeResult)
     _expire(result)
-    assert runs.stalled_results(run.pk) == []
-    assert runs._claim(result.pk, new_owner("duplicate")) == ResultStatus.RUNNING
+    assert leases.stalled_results(run.pk) == []
+    assert leases.claim(result.pk, new_owner("duplicate")) == ResultStatus.RUNNING
     owner_finished(holder)  # its job ended without storing: an orphan, taken back at once
-    assert runs.stalled_results(run.pk) == [result.pk]
-    assert isinstance(runs._claim(result.pk, new_owner("next")), JudgeResult)
+    assert leases.stalled_results(run.pk) == [result.pk]
+    assert isinstance(leases.claim(result.pk, new_owner("next")), JudgeResult)
 
 
 @pytest.mark.django_db(transaction=True)

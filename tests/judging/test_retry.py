@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from judging import runs, services
+from judging import leases, services
 from judging.models import JudgeLabel, JudgeResult, LabelStatus, ResultStatus, RunStatus
 from tests.support.fake_llm import http_500
 
@@ -81,6 +81,6 @@ def test_a_store_that_fails_is_not_left_to_the_sweeper(fake, amhart, conversatio
     result = run.results.get()
     _stray_label(result)
     assert services.judge_result_execute(result_id=result.pk) == ResultStatus.FAILED
-    assert runs.stalled_results(run.pk) == []
+    assert leases.stalled_results(run.pk) == []
     result.refresh_from_db()
     assert result.status == ResultStatus.FAILED

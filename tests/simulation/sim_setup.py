@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from corpus.models import Conversation, Message, PersonaSet, Target
-from simulation.batches import BatchSpec, UserAgent
+from simulation.batch_spec import BatchSpec, UserAgent
 from simulation.models import SimulationBatch
 from tests.support.fake_llm import FakeLLM
 

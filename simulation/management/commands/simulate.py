@@ -12,9 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core import call_budget
 from core.templatetags.time_format import time_left_text
 from corpus.models import PersonaSet, Target
+from simulation.batch_spec import BatchSpec, UserAgent
 from simulation.batches import (
-    BatchSpec,
-    UserAgent,
     simulation_batch_cancel,
     simulation_batch_create,
     simulation_batch_resume,
