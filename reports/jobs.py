@@ -19,7 +19,7 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.enqueue import enqueue_on_commit
@@ -37,6 +37,9 @@ PAYLOAD_FORMAT = 5
 STALE_AFTER = timedelta(minutes=15)
 # A failed computation is shown with its error; asked for again after this, it is retried.
 RETRY_FAILED_AFTER = timedelta(minutes=1)
+# Workers that may die on one job before it fails with the reason (an out-of-memory report would
+# otherwise take down a worker every time it is sent again).
+MAX_ATTEMPTS = 3
 
 Progress = Callable[[float, str], None]
 
@@ -133,12 +136,12 @@ def _claim(kind: str, params: dict[str, Any], key: str, version: str) -> ReportC
         defaults={
             "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
             "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
-            "queued_at": timezone.now(), "lease_owner": "",
+            "queued_at": timezone.now(), "lease_owner": "", "taken_at": None, "attempts": 0,
         },
         create_defaults={
             "kind": kind, "params": params, "data_version": version, "status": ReportStatus.COMPUTING,
             "progress": 0.0, "stage": "queued: waiting for a worker", "error": "", "started_at": timezone.now(),
-            "queued_at": timezone.now(), "lease_owner": "", "payload": {},
+            "queued_at": timezone.now(), "lease_owner": "", "payload": {}, "taken_at": None, "attempts": 0,
         },
     )
     enqueue_on_commit(REPORT_TASK, [row.pk], on_failure=_not_queued)
@@ -158,18 +161,28 @@ def _computing() -> Any:
 
 
 def report_jobs_recover_lost(now: Any) -> int:
-    """Queue again the report jobs whose worker is gone (once per threshold each); return how many.
+    """Queue again the report jobs whose worker is gone; return how many.
 
-    A worker on this host is known dead at once; elsewhere a job is taken for lost once it has
-    computed for ``STALE_AFTER`` (reports have no lease renewed while they compute).
+    A worker on this host is known dead at once, and its job is sent again at the next sweep
+    when that worker took it after its last sending (else once per threshold); elsewhere a job
+    is taken for lost once it has computed for ``STALE_AFTER`` (reports have no lease renewed
+    while they compute). A job that ``MAX_ATTEMPTS`` workers died on fails with the reason.
     """
     again = now - timedelta(seconds=recovery_seconds())
     ids = []
+    rows = _computing().exclude(lease_owner="").values_list("pk", "lease_owner", "started_at", "attempts")
     with transaction.atomic():
-        for pk, owner, started in _computing().exclude(lease_owner="").values_list("pk", "lease_owner", "started_at"):
+        for pk, owner, started, attempts in rows:
             if not holder_gone(owner, started + STALE_AFTER if started else None, now):
                 continue
-            fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=again)
+            if attempts >= MAX_ATTEMPTS:
+                _computing().filter(pk=pk, lease_owner=owner).update(
+                    status=ReportStatus.FAILED, lease_owner="", stage="failed", started_at=now,
+                    error=(f"its worker stopped {attempts} times before finishing it (killed, out of memory "
+                           "or timed out); it is tried again when the page is opened after a minute"),
+                )
+                continue
+            fresh = Q(queued_at__isnull=True) | Q(queued_at__lt=F("taken_at")) | Q(queued_at__lt=again)
             if _computing().filter(fresh, pk=pk, lease_owner=owner).update(
                 queued_at=timezone.now(), lease_owner="", stage="queued again: its worker stopped"
             ):
@@ -243,7 +256,9 @@ def report_compute(*, cache_id: int) -> str:
     now = timezone.now()
     if row.lease_owner and not holder_gone(row.lease_owner, row.started_at + STALE_AFTER if row.started_at else None, now):
         return "busy"
-    taken = ReportCache.objects.filter(pk=cache_id, lease_owner=row.lease_owner, data_version=version).update(lease_owner=owner)
+    taken = ReportCache.objects.filter(pk=cache_id, lease_owner=row.lease_owner, data_version=version).update(
+        lease_owner=owner, taken_at=now, attempts=F("attempts") + 1
+    )
     if not taken:
         return "busy"
     owner_started(owner)

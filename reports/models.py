@@ -35,6 +35,11 @@ class ReportCache(models.Model):
     # worker that is gone, is sent again by the sweeper.
     queued_at = models.DateTimeField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
+    # When a worker last took the job, and how many workers took it since it was asked for: a
+    # job whose worker is known dead is sent again at once (taken since its last sending), and
+    # one that every worker died on fails with the reason instead of being sent forever.
+    taken_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     def __str__(self) -> str:
         return self.key
