@@ -1,7 +1,7 @@
 """Where LLM and chatbot calls may go: a list of host:port entries, allowed by default or by an administrator.
 
-An entry names a host and, optionally, a port: ``api.openai.com`` (the scheme's own port: 443
-for https, 80 for http), ``llm.internal.example.org:8443``, ``*.openai.azure.com``,
+An entry names a host and, optionally, a port: ``api.openai.com`` (https on 443 only),
+``llm.internal.example.org:8443``, ``*.openai.azure.com`` (a ``*`` stands within one DNS label),
 ``127.0.0.1:8765``, ``[::1]:11434``; ``host:*`` is any port of that host (for a test machine,
 never for this machine in production). A base URL is allowed when its host *and* port match an
 entry of ``EVALSITE_API_HOSTS`` (default: the major providers, ``DEFAULT_API_HOSTS``), of
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import fnmatch
+import functools
 import ipaddress
 import re
 import threading
@@ -63,14 +63,14 @@ class HostEntry:
 
     def matches(self, host: str, port: int, scheme: str) -> bool:
         if "*" in self.host:
-            if not fnmatch.fnmatchcase(host, self.host):
+            if not _wildcard(self.host).fullmatch(host):
                 return False
         elif host != self.host:
             return False
         if self.port == 0:
             return True
         if self.port is None:
-            return port == DEFAULT_PORTS.get(scheme)
+            return scheme == "https" and port == DEFAULT_PORTS["https"]  # a bare host: https on 443 only
         return port == self.port
 
     def __str__(self) -> str:
@@ -78,6 +78,47 @@ class HostEntry:
         if self.port is None:
             return host
         return f"{host}:{'*' if self.port == 0 else self.port}"
+
+
+@functools.lru_cache(maxsize=256)
+def _wildcard(pattern: str) -> re.Pattern[str]:
+    """Return the regex of a host pattern: each ``*`` stands for characters of one DNS label only.
+
+    ``*.openai.azure.com`` matches ``myres.openai.azure.com``, never ``evil.x.openai.azure.com``;
+    ``bedrock-runtime.*.amazonaws.com`` never ``bedrock-runtime.bucket.s3.amazonaws.com``.
+    """
+    labels = []
+    for label in pattern.split("."):
+        if label == "*":
+            labels.append("[^.]+")
+        else:
+            labels.append("[^.]*".join(re.escape(part) for part in label.split("*")))
+    return re.compile(r"\.".join(labels))
+
+
+def plain_http_problem(where: Destination) -> str | None:
+    """Return why a plain-http URL may not be used (a key would travel in clear text), or None.
+
+    Plain http is for a model server on this machine or the local network (a private address),
+    whose port an administrator approved or the settings list; every other host takes https.
+    """
+    if where.scheme != "http" or is_local_network(where.host):
+        return None
+    return (
+        f"{where.host} is reached by plain http, which would send the key in clear text: use https "
+        "(plain http only for a model server on this machine or the local network)"
+    )
+
+
+def is_local_network(host: str) -> bool:
+    """Return whether ``host`` is this machine or a private, link-local address (never a name elsewhere)."""
+    if is_loopback(host):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_private or address.is_link_local
 
 
 _HOST_RE = re.compile(r"[a-z0-9*_-]+(\.[a-z0-9*_-]+)*\.?|[0-9a-f:.]*:[0-9a-f:.]*")
@@ -257,7 +298,9 @@ def forget_snapshot_on_change(**kwargs: Any) -> None:
 
 
 def destination_listed(where: Destination) -> bool:
-    """Return whether calls may go to ``where`` (settings or an administrator's approval)."""
+    """Return whether calls may go to ``where`` (settings or an administrator's approval; https for remote hosts)."""
+    if plain_http_problem(where):
+        return False
     for entry in configured_entries():
         if entry.matches(where.host, where.port, where.scheme):
             return True
@@ -272,6 +315,8 @@ def url_allowed(url: str) -> bool:
 
 def not_listed_message(where: Destination) -> str:
     """Say in the app's words that ``where`` is not allowed, and who can allow it."""
+    if (plain := plain_http_problem(where)) is not None:
+        return plain
     if where.is_this_machine:
         return (
             f"{where} is a port on this server, and this server's ports are not allowed unless an administrator "

@@ -90,6 +90,8 @@ def api_base_problem(url: str, *, actor: Any = None) -> str | None:
     parts = urlsplit(url)
     if parts.username or parts.password:
         return "the base URL may not hold a user name or password; name a key variable instead"
+    if (plain := api_hosts.plain_http_problem(where)) is not None:
+        return plain  # whoever asks: a key in clear text is never an administrator's choice
     if api_hosts.destination_listed(where) or is_admin(actor):
         return None
     return api_hosts.not_listed_message(where)

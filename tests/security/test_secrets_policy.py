@@ -51,7 +51,7 @@ def test_the_judge_api_refuses_the_apps_own_secrets_as_a_key(researcher, amhart,
 
 def test_the_judge_api_refuses_a_host_off_the_list_for_a_researcher(researcher, admin_user, amhart, outsider):
     payload = {"name": "j", "instrument": amhart.pk, "model": "openai/gpt-4o",
-               "api_key_env": "OPENAI_API_KEY", "api_base": "http://attacker.example/"}
+               "api_key_env": "OPENAI_API_KEY", "api_base": "https://attacker.example/"}
     refused = api(researcher).post("/api/v1/judges/", payload, format="json")
     assert refused.status_code == 400 and "attacker.example" in refused.json()["detail"]
     assert api(outsider).post("/api/v1/judges/", payload, format="json").status_code in (403, 404)
