@@ -124,7 +124,7 @@ class JudgeRunViewSet(
             )
             judges = selectors.judges_by_reference(v["judges"])
             if preflight_enabled():
-                report = judges_preflight(judges)
+                report = judges_preflight(judges).seen_by(request.user)
                 if not report.ok:
                     return Response({"detail": report.message(), "preflight": [c.as_dict() for c in report.checks]},
                                     status=status.HTTP_400_BAD_REQUEST)
@@ -198,7 +198,7 @@ class JudgeRunViewSet(
         run = self.get_object()
         selectors.run_require_act(request.user, run)
         if preflight_enabled():
-            report = run_retry_preflight(run)
+            report = run_retry_preflight(run).seen_by(request.user)
             if not report.ok:
                 return Response({"detail": report.message("nothing was scheduled again"), "preflight": [c.as_dict() for c in report.checks]},
                                 status=status.HTTP_400_BAD_REQUEST)

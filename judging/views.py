@@ -148,7 +148,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
                 include_flagged=data["include_flagged"],
                 user=request.user,
             )
-            report = judges_preflight(list(data["judges"])) if preflight_enabled() else None
+            report = judges_preflight(list(data["judges"])).seen_by(request.user) if preflight_enabled() else None
             if report is not None and not report.ok:
                 raise LaunchRefused(report)
             run = services.judge_run_create(
@@ -285,7 +285,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.run_get_for_user(request.user, pk=pk, act=True)
     if preflight_enabled():
         # Retrying into the same refusal helps nobody: check the judges as they are now first.
-        report = run_retry_preflight(run)
+        report = run_retry_preflight(run).seen_by(request.user)
         if not report.ok:
             for check in report.failed:
                 messages.error(request, f"Not retried: {check.used_by} ({check.model}) fails the launch check: {check.problem}. {check.hint}")

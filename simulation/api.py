@@ -81,7 +81,7 @@ class SimulationBatchViewSet(
         data.is_valid(raise_exception=True)
         spec = data.to_spec()
         if preflight_enabled():
-            report = batch_preflight(spec)
+            report = batch_preflight(spec).seen_by(request.user)
             if not report.ok:
                 return Response({"detail": report.message(), "preflight": [c.as_dict() for c in report.checks]},
                                 status=status.HTTP_400_BAD_REQUEST)
@@ -132,7 +132,7 @@ class SimulationBatchViewSet(
         data.is_valid(raise_exception=True)
         include_failed = data.validated_data["include_failed"]
         if preflight_enabled():
-            report = batch_resume_preflight(batch, include_failed=include_failed)
+            report = batch_resume_preflight(batch, include_failed=include_failed).seen_by(request.user)
             if not report.ok:
                 return Response({"detail": report.message("nothing was resumed"), "preflight": [c.as_dict() for c in report.checks]},
                                 status=status.HTTP_400_BAD_REQUEST)

@@ -92,6 +92,17 @@ class ModelCheck:
     ok: bool
     kind: str = ""
     problem: str = ""
+    # The problem names environment variables of the server: said to administrators only (a
+    # researcher could otherwise learn which providers' keys the server holds, name by name).
+    names_variables: bool = False
+
+    def seen_by(self, user: Any) -> ModelCheck:
+        """Return the check as ``user`` may read it: variable names for administrators only."""
+        from core.secrets_policy import is_admin
+
+        if not self.names_variables or is_admin(user):
+            return self
+        return replace(self, problem=NOT_CONFIGURED, names_variables=False)
 
     @property
     def hint(self) -> str:
@@ -102,9 +113,19 @@ class ModelCheck:
                 "problem": self.problem, "hint": self.hint}
 
 
+NOT_CONFIGURED = (
+    "this model's provider is not configured on this server (no key is set for it); "
+    "an administrator can see which key is missing"
+)
+
+
 @dataclass(frozen=True)
 class PreflightReport:
     checks: list[ModelCheck]
+
+    def seen_by(self, user: Any) -> PreflightReport:
+        """Return the report as ``user`` may read it (see ``ModelCheck.seen_by``)."""
+        return PreflightReport([check.seen_by(user) for check in self.checks])
 
     @property
     def ok(self) -> bool:
@@ -182,7 +203,7 @@ def check_model(used_by: str, spec: ModelSpec, *, response_format: dict[str, Any
         return ModelCheck(used_by, spec.model, False, "auth", "refused by the secrets policy: " + "; ".join(refused))
     missing = _missing_key(spec)
     if missing:
-        return ModelCheck(used_by, spec.model, False, "auth", missing)
+        return ModelCheck(used_by, spec.model, False, "auth", missing, names_variables=True)
     quick = replace(spec, timeout=min(spec.timeout, float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30))))
     try:
         chat(quick, PROMPT, response_format=response_format, retry=PREFLIGHT_RETRY)
@@ -221,7 +242,8 @@ def _check_http_target(target: Any) -> ModelCheck:
         return ModelCheck(used_by, label, False, "auth", "refused by the secrets policy: " + "; ".join(refused))
     unset = [name for name in header_env_names(target.http_headers) if not os.environ.get(name)]
     if unset:
-        return ModelCheck(used_by, label, False, "auth", f"the key variable {', '.join(unset)} is not set in the server's environment")
+        return ModelCheck(used_by, label, False, "auth", f"the key variable {', '.join(unset)} is not set in the server's environment",
+                          names_variables=True)
     timeout = min(float(target.timeout_seconds), float(getattr(settings, "EVALSITE_PREFLIGHT_TIMEOUT", 30)))
     try:
         http_chat(

@@ -54,7 +54,7 @@ def batch_create(request: HttpRequest) -> HttpResponse:
     report = None
     if request.method == "POST" and form.is_valid():
         spec = form.to_spec()
-        report = batch_preflight(spec) if preflight_enabled() else None
+        report = batch_preflight(spec).seen_by(request.user) if preflight_enabled() else None
         if report is not None and not report.ok:
             form.add_error(None, "The launch check failed, so nothing was started. Fix what is listed below and start again.")
         else:
@@ -126,7 +126,7 @@ def batch_resume(request: HttpRequest, code: str) -> HttpResponse:
     include_failed = request.POST.get("include_failed") == "1"
     if preflight_enabled():
         # Resuming into the same refusal helps nobody: every model the resumed runs call answers first.
-        report = batch_resume_preflight(batch, include_failed=include_failed)
+        report = batch_resume_preflight(batch, include_failed=include_failed).seen_by(request.user)
         if not report.ok:
             context = {**_progress_context(request, code), "report": report, "refused": "nothing was resumed",
                        "include_failed": include_failed}

@@ -43,10 +43,17 @@ def test_the_page_refuses_to_resume_into_a_refusal(researcher, cancelled):
     html = response.content.decode()
     assert response.status_code == 400
     assert "Launch check failed: nothing was resumed" in html
-    assert "chatbot T-NOKEY" in html and f"the key variable {UNSET} is not set" in html and "set the key variable" in html
+    # Issue 30, finding 7: which variables the server lacks is for administrators only.
+    assert "chatbot T-NOKEY" in html and "provider is not configured on this server" in html and UNSET not in html
     assert 'name="include_failed" value="1" checked' in html  # the choice is kept for the next try
     cancelled.refresh_from_db()
     assert cancelled.status == SimulationBatch.Status.CANCELLED and statuses(cancelled) == {SimulationRun.Status.CANCELLED}
+
+
+def test_an_administrator_reads_which_key_variable_is_missing(admin_user, cancelled):
+    response = client_for(admin_user).post(reverse("simulation:batch-resume", args=[cancelled.code]), {"include_failed": "1"})
+    html = response.content.decode()
+    assert response.status_code == 400 and f"the key variable {UNSET} is not set" in html and "set the key variable" in html
 
 
 def test_only_the_models_of_the_runs_to_resume_are_checked(researcher, cancelled, fake_llm):
