@@ -7,6 +7,8 @@ litellm's own retries are off (``num_retries=0``): every retry, wait and log lin
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import functools
 import logging
 import os
@@ -415,6 +417,56 @@ def _cached(call: PreparedCall, cache: ResponseCache | None) -> LLMResult | None
     return replace(hit, cached=True, latency_ms=0.0, attempts=0)
 
 
+# Providers litellm serves on an event loop only: its blocking ``completion`` builds their request
+# body from a coroutine it never awaits (the endpoint receives no JSON; issue 30, finding 4).
+ASYNC_ONLY_PROVIDERS = frozenset({"aiohttp_openai"})
+
+
+def is_async_only(model: str) -> bool:
+    """Return whether ``model``'s provider works through ``achat`` only (``ASYNC_ONLY_PROVIDERS``)."""
+    return model.strip().partition("/")[0].lower() in ASYNC_ONLY_PROVIDERS
+
+
+_private_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_private_loop_lock = threading.Lock()
+
+
+def _async_only_loop() -> asyncio.AbstractEventLoop:
+    """Return this process's loop for async-only providers, running in a thread of its own.
+
+    One loop for the life of the process: litellm keeps such a provider's HTTP session bound to
+    the loop that opened it, so a loop per call would find it closed the second time.
+    """
+    global _private_loop
+    with _private_loop_lock:
+        if _private_loop is None or _private_loop[0] != os.getpid() or _private_loop[1].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="evalsite-async-only-calls", daemon=True).start()
+            _private_loop = (os.getpid(), loop)
+        return _private_loop[1]
+
+
+def _on_a_private_loop(job: Awaitable[LLMResult]) -> LLMResult:
+    """Run ``achat``'s coroutine to its end from blocking code, on the async-only providers' loop."""
+    loop = _async_only_loop()
+    context = contextvars.copy_context()  # the outbound policy's scope and the call's labels follow
+    done: concurrent.futures.Future[LLMResult] = concurrent.futures.Future()
+
+    async def run() -> LLMResult:
+        return await job
+
+    def settle(task: asyncio.Task[LLMResult]) -> None:
+        if task.cancelled():
+            done.cancel()
+        elif task.exception() is not None:
+            done.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            done.set_result(task.result())
+
+    loop.call_soon_threadsafe(lambda: loop.create_task(run(), context=context).add_done_callback(settle))
+    return done.result()
+
+
 def chat(
     spec: ModelSpec,
     messages: list[dict[str, Any]],
@@ -431,8 +483,14 @@ def chat(
     content; raises ``LLMError`` at once for 400/401/403/404, or with the last kind once
     ``retry.max_attempts`` are spent. The limiter is held per attempt, not across waits.
     This is the blocking entry point (one OS thread per call in flight); the engine uses
-    ``achat``, which behaves the same on an event loop.
+    ``achat``, which behaves the same on an event loop. A provider litellm serves on an event
+    loop only (``ASYNC_ONLY_PROVIDERS``) goes through ``achat`` on a private loop, under the
+    same outbound policy.
     """
+    if is_async_only(spec.model):
+        return _on_a_private_loop(
+            achat(spec, messages, response_format=response_format, retry=retry, limiter=limiter, cache=cache)
+        )
     call = prepare_call(spec, messages, response_format)
     hit = _cached(call, cache)
     if hit is not None:
@@ -498,6 +556,23 @@ _first_calls: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[st
 )
 
 
+def _loop_aiohttp_session() -> Any:
+    """Return the running loop's aiohttp session for async-only providers (one per loop).
+
+    litellm keeps one session for such a provider, bound to the loop of its first call: on any
+    other loop (the next worker task, the launch check's loop) it fails ("Event loop is
+    closed"). Each loop gets its own here, kept on the loop so it goes with it.
+    """
+    import aiohttp
+
+    loop = asyncio.get_running_loop()
+    session = getattr(loop, "_evalsite_aiohttp_session", None)
+    if session is None or session.closed:
+        session = aiohttp.ClientSession()
+        loop._evalsite_aiohttp_session = session  # type: ignore[attr-defined]
+    return session
+
+
 async def _acompletion_shared_client(litellm: Any, spec: ModelSpec, kwargs: dict[str, Any]) -> Any:
     """Call ``litellm.acompletion``; the first call to an endpoint on this loop goes alone.
 
@@ -505,6 +580,8 @@ async def _acompletion_shared_client(litellm: Any, spec: ModelSpec, kwargs: dict
     loop: a hundred conversations starting at once would each build one (a stampede that cost
     seconds of CPU). The first call builds it while the others wait, then they all share it.
     """
+    if is_async_only(spec.model):
+        return await litellm.acompletion(**kwargs, client=_loop_aiohttp_session())
     gates = _first_calls.setdefault(asyncio.get_running_loop(), {})
     key = (spec.model.split("/", 1)[0], spec.api_base)
     gate = gates.get(key, False)
