@@ -16,7 +16,10 @@ from reports import api as reports_api
 from reports.bundle import api as bundle_api
 from simulation import api as simulation_api
 
+# No format suffixes (`conversations.json`): every custom action answered them with a 500 (issue 30,
+# finding 3); `?format=json` and the Accept header choose the format.
 router = DefaultRouter()
+router.include_format_suffixes = False
 router.APIRootView = ApiRootView  # the endpoint list: for the roles that use the API, not raters
 router.register("conversations", conversations_api.ConversationViewSet, basename="conversation")
 router.register("persona-sets", personas_api.PersonaSetViewSet, basename="persona-set")
