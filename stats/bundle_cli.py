@@ -58,6 +58,12 @@ def verified_manifest(files: dict[str, bytes]) -> dict[str, Any]:
         manifest = json.loads(files[MANIFEST])
     except json.JSONDecodeError as exc:
         raise BundleError(f"{MANIFEST}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise BundleError(f"{MANIFEST}: nested too deeply to be a bundle's manifest") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files") or [], list) or not all(
+        isinstance(entry, dict) for entry in manifest.get("files") or []
+    ):
+        raise BundleError(f"{MANIFEST}: not the manifest of a publication bundle (an object with a list of files)")
     for entry in manifest.get("files") or []:
         name = entry.get("path")
         if name not in files:

@@ -39,6 +39,7 @@ from annotation.studies.restore import (
     sampling_plan_restore,
     study_restore,
 )
+from core.bounded import TooComplex, json_loads
 from core.problems import ImportRejected, Problem
 from core.uploads import read_upload
 from corpus.conversations.services import conversations_import
@@ -93,10 +94,10 @@ class _Bundle:
         self.texts = {name: text for name, text in files}
         if layout.MANIFEST not in self.texts:
             raise ImportRejected([Problem(f"no {layout.MANIFEST}: not a publication bundle", file)])
-        try:
-            self.manifest = json.loads(self.texts[layout.MANIFEST])
-        except json.JSONDecodeError as exc:
-            raise ImportRejected([Problem(f"not valid JSON: {exc.msg}", layout.MANIFEST, exc.lineno)]) from exc
+        self.manifest = self.json(layout.MANIFEST)
+        problems = _shape_problems(layout.MANIFEST, self.manifest, MANIFEST_SHAPE)
+        if problems:
+            raise ImportRejected(problems)
         fmt = self.manifest.get("bundle_format")
         if fmt != layout.BUNDLE_FORMAT:
             raise ImportRejected([Problem(f"bundle format {fmt!r}; this version of evalsite reads format {layout.BUNDLE_FORMAT}",
@@ -124,10 +125,13 @@ class _Bundle:
         return self.texts[name]
 
     def json(self, name: str) -> Any:
+        """Parse a JSON file of the bundle within the bounds (``core.bounded``: 64 levels at most)."""
         try:
-            return json.loads(self.text(name))
+            return json_loads(self.text(name))
         except json.JSONDecodeError as exc:
             raise ImportRejected([Problem(f"not valid JSON: {exc.msg}", name, exc.lineno)]) from exc
+        except TooComplex as exc:
+            raise ImportRejected([Problem(str(exc), name, exc.line)]) from exc
 
     def table(self, name: str, required: list[str] | None = None) -> _Table:
         """Read a CSV of the bundle, its header checked against the layout's columns."""
@@ -226,8 +230,41 @@ def bundle_import(*, data: bytes, file: str, actor: AbstractBaseUser | None = No
     return result
 
 
+# The shapes the importer reads (a type per key; a list's one element stands for each of its
+# elements): a file of another shape is refused with where, never read into a server error.
+MANIFEST_SHAPE: dict[str, Any] = {"files": [{"path": str, "sha256": str}]}
+STUDY_SHAPE: dict[str, Any] = {
+    "name": (str, type(None)), "description": (str, type(None)), "instrument": (str, type(None)),
+    "section": (str, type(None)), "settings": (dict, type(None)), "selection": (dict, type(None)),
+    "conversations": [{"code": str, "is_calibration": (bool, type(None)), "inclusion_prob": (int, float, type(None)),
+                       "stratum": (str, type(None))}],
+    "judge_runs": [{"run": (int, str), "instrument": str, "name": (str, type(None))}],
+    "sampling_plan": ({"run": (int, str), "source": (str, type(None)), "planning": ({"unit_inclusion_prob": dict}, type(None))}, type(None)),
+}
+_KINDS = {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number", bool: "true or false",
+          type(None): "null"}
+
+
+def _shape_problems(file: str, value: Any, shape: Any, where: str = "") -> list[Problem]:
+    """Return a problem for each value of ``value`` whose type is not the one ``shape`` gives it."""
+    options = shape if isinstance(shape, tuple) else (shape,)
+    for option in options:
+        if isinstance(option, dict) and isinstance(value, dict):
+            return [p for key, sub in option.items() if key in value
+                    for p in _shape_problems(file, value[key], sub, f"{where}.{key}" if where else key)]
+        if isinstance(option, list) and isinstance(value, list):
+            return [p for i, item in enumerate(value) for p in _shape_problems(file, item, option[0], f"{where}[{i}]")][:20]
+        if isinstance(option, type) and isinstance(value, option) and not (option is int and isinstance(value, bool)):
+            return []
+    wanted = " or ".join(dict.fromkeys(_KINDS[o if isinstance(o, type) else type(o)] for o in options))
+    return [Problem(f"should be {wanted}, not {_KINDS.get(type(value), type(value).__name__)}", file, None, where or "(the whole file)")]
+
+
 def _import(bundle: _Bundle, actor: AbstractBaseUser | None, coordinators: list[Any]) -> BundleImportResult:
     document = bundle.json(layout.STUDY)
+    problems = _shape_problems(layout.STUDY, document, STUDY_SHAPE)
+    if problems:
+        raise ImportRejected(problems)
     instruments: dict[str, Instrument] = {}
     for name in sorted(n for n in bundle.texts if n.startswith("instruments/")):
         spec = parse_instrument_spec(bundle.text(name), name)
