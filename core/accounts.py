@@ -22,6 +22,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from core.bounded import BoundedCsv
+from core.first_login import require_password_change
 from core.problems import ImportRejected, Problem
 from core.roles import Role
 
@@ -98,5 +99,7 @@ def _create(plan: list[tuple[dict[str, str], list[str]]], initial_passwords: boo
         if Role.ADMIN in roles:
             user.is_staff = True
         user.save()
+        if initial_passwords:  # set by someone else: its owner chooses their own at first login
+            require_password_change(user, reason="initial password from an account list")
         user.groups.set([groups[x] for x in roles])
     return AccountsResult(tuple(r["username"] for r, _ in plan), False, passwords)

@@ -14,6 +14,7 @@ from django.db import models
 from django.http import HttpRequest
 
 from core import api_hosts
+from core.first_login import require_password_change
 from core.models import AllowedApiHost, EmailRecord
 from core.parsers import BoundedJSONField
 from core.secrets_policy import api_host_approve, destination_problems, header_env_names
@@ -104,6 +105,20 @@ class EvalsiteUserAdmin(UserAdmin):
     """Users, with the unlock of a sign-in that login throttling locked (core.login_throttle)."""
 
     actions = ["unlock_sign_in"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if not change and obj.has_usable_password():  # created with a password someone else chose
+            require_password_change(obj, by=request.user, reason="created in the admin with a password")
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:  # noqa: A002
+        response = super().user_change_password(request, id, form_url)
+        user = self.get_object(request, id)
+        # Set by an administrator for someone else (a redirect means it was saved): theirs to replace.
+        if request.method == "POST" and response.status_code == 302 and user is not None and user.pk != request.user.pk \
+                and user.has_usable_password():
+            require_password_change(user, by=request.user, reason="set by an administrator")
+        return response
 
     @admin.action(description="Unlock sign-in (clear failed login attempts)")
     def unlock_sign_in(self, request: HttpRequest, queryset: Any) -> None:

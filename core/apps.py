@@ -8,6 +8,9 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
+        # First login: the mark of a password someone else set is read into the session at login.
+        import core.first_login  # noqa: F401
+
         # Every worker runs the sweeper (core.recovery) when it starts and then periodically;
         # the apps register their kinds of work from their tasks modules.
         import core.recovery  # noqa: F401

@@ -136,3 +136,16 @@ class EmailRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} to {self.address}: {self.outcome}"
+
+
+class PasswordChangeRequired(models.Model):
+    """An account whose password someone else set (initial passwords, an administrator): its owner
+    must choose their own before anything else (``core.first_login``). Gone once they have."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    set_at = models.DateTimeField(auto_now_add=True)
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"password change required: {self.user_id}"

@@ -27,6 +27,7 @@ from django.shortcuts import render
 from django.template import loader
 
 from core.emails import email_send
+from core.first_login import SESSION_KEY, password_chosen
 from core.login_throttle import client_ip
 from core.models import EmailPurpose
 from core.throttle import throttle_hit
@@ -108,3 +109,20 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
     def get_form_kwargs(self) -> dict[str, Any]:
         return {**super().get_form_kwargs(), "request": self.request}
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "first_login": bool(self.request.session.get(SESSION_KEY))}
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        password_chosen(form.user, self.request)
+        return response
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """A reset link's new password is the person's own choice: a first-login mark goes with it."""
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        password_chosen(form.user)
+        return response

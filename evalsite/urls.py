@@ -60,7 +60,7 @@ urlpatterns = [
     # Getting back into an account (core.passwords): reset by email, change when signed in.
     path("accounts/password/reset/", passwords.PasswordResetView.as_view(), name="password_reset"),
     path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
-    path("accounts/password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
+    path("accounts/password/reset/<uidb64>/<token>/", passwords.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
     path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("accounts/password/change/", passwords.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

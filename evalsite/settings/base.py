@@ -128,6 +128,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.LoginRequiredEverywhereMiddleware",
+    # An account whose password someone else set chooses its own first (core.first_login).
+    "core.first_login.FirstLoginMiddleware",
     # Last, as django-axes asks: turns a locked-out login into the lockout page (429).
     "axes.middleware.AxesMiddleware",
 ]
