@@ -7,6 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from annotation.rating.selectors import study_title_for_raters
+from annotation.studies.dashboard import IDLE_DAYS, study_days
 from annotation.studies.selectors import study_list_for_rater, study_list_for_user
 from core.roles import Role
 
@@ -24,6 +25,9 @@ def home_studies(request: HttpRequest, roles: frozenset[str]) -> dict[str, Any] 
         else [],
     }
     # Flags wait for the people who resolve them: coordinators (and admins), not researchers.
-    context["open_flags"] = sum(s.n_open_flags for s in context["managed_studies"]) \
-        if roles & {Role.COORDINATOR, Role.ADMIN} else 0
+    coordinates = bool(roles & {Role.COORDINATOR, Role.ADMIN})
+    context["open_flags"] = sum(s.n_open_flags for s in context["managed_studies"]) if coordinates else 0
+    # The coordinator's day across their studies (annotation.studies.dashboard); researchers keep the list.
+    context["dashboard"] = study_days(context["managed_studies"]) if coordinates else None
+    context["idle_days"] = IDLE_DAYS
     return context if context["rater_studies"] is not None or context["managed_studies"] else None

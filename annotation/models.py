@@ -51,6 +51,9 @@ class Study(models.Model):
         default=2, help_text="Ratings an item needs before it has a consensus"
     )
     calibration_required = models.BooleanField(default=False)
+    # When the ratings are due (optional): raters see it in their queue and reminders; the
+    # coordinators' dashboard marks the study at risk when the observed pace finishes after it.
+    due_date = models.DateField(null=True, blank=True)
     blinding_lifted = models.BooleanField(
         default=False, help_text="Raters may see other answers once true"
     )

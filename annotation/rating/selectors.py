@@ -13,6 +13,7 @@ the size of the study.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -66,6 +67,30 @@ class StudyQueue:
     instrument_name: str
     entries: list[QueueEntry] = field(default_factory=list)
     calibration_pending: bool = False
+    due_date: Any = None  # when the study's ratings are due (None: no due date)
+    # Seconds the rater spent on each conversation they submitted in the app (imports carry none).
+    timed_seconds: list[int] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.entries) - self.done
+
+    @property
+    def median_seconds(self) -> float | None:
+        """Return the rater's own median time per submitted conversation (None before the first)."""
+        return statistics.median(self.timed_seconds) if self.timed_seconds else None
+
+    @property
+    def time_left_text(self) -> str:
+        """Say how long the rest takes at the rater's own median ("about 2 hours"); "" when unknown."""
+        median = self.median_seconds
+        if median is None or not self.remaining:
+            return ""
+        return _duration_words(median * self.remaining)
+
+    @property
+    def median_text(self) -> str:
+        return _duration_words(self.median_seconds) if self.median_seconds is not None else ""
 
     def count(self, status: str) -> int:
         """Return how many entries have this status."""
@@ -93,6 +118,17 @@ class StudyQueue:
         return next((e for e in self.entries if e.status != AssignmentStatus.SUBMITTED and not e.locked), None)
 
 
+def _duration_words(seconds: float) -> str:
+    """Return a duration in plain words: "about 40 minutes", "about 3 hours"."""
+    minutes = seconds / 60
+    if minutes < 1.5:
+        return "about a minute"
+    if minutes < 90:
+        return f"about {round(minutes)} minutes"
+    hours = minutes / 60
+    return f"about {round(hours)} hours" if hours < 36 else f"about {round(hours / 24)} days of rating time"
+
+
 def study_title_for_raters(study: Any) -> str:
     """Return what raters see of a study's name: its rater-facing title, never the internal name."""
     return rater_title(study.pk, study.rater_title)
@@ -105,6 +141,7 @@ def rater_title(study_id: int, title: str) -> str:
 QUEUE_FIELDS = (
     "id", "study_id", "is_calibration", "position", "status", "study__rater_title",
     "study__calibration_required", "study__instrument__name", "conversation__code", "conversation__sensitive",
+    "started_at", "time_spent_seconds",
 )
 
 
@@ -115,11 +152,11 @@ def rater_queues(user: AbstractBaseUser | AnonymousUser) -> list[StudyQueue]:
     queues: dict[int, StudyQueue] = {}
     memberships = (
         StudyMembership.objects.filter(user_id=user.pk, role=MemberRole.RATER, active=True)
-        .values_list("study_id", "study__rater_title", "study__instrument__name")
+        .values_list("study_id", "study__rater_title", "study__instrument__name", "study__due_date")
         .order_by("study_id")
     )
-    for study_id, title, instrument_name in memberships:
-        queues[study_id] = StudyQueue(study_id, rater_title(study_id, title), instrument_name)
+    for study_id, title, instrument_name, due in memberships:
+        queues[study_id] = StudyQueue(study_id, rater_title(study_id, title), instrument_name, due_date=due)
     # Plain tuples, not model instances: a rater may hold hundreds of assignments.
     rows = list(
         Assignment.objects.filter(rater_id=user.pk)
@@ -132,10 +169,12 @@ def rater_queues(user: AbstractBaseUser | AnonymousUser) -> list[StudyQueue]:
         for _, study_id, is_cal, _, status, _, required, *_ in rows
         if is_cal and required and status != AssignmentStatus.SUBMITTED
     }
-    for pk, study_id, is_cal, position, status, title, _, instrument_name, code, sensitive in rows:
+    for pk, study_id, is_cal, position, status, title, _, instrument_name, code, sensitive, started, seconds in rows:
         name = rater_title(study_id, title)
         queue = queues.setdefault(study_id, StudyQueue(study_id, name, instrument_name))
         queue.calibration_pending = study_id in pending
+        if status == AssignmentStatus.SUBMITTED and (started is not None or seconds):  # timed in the app
+            queue.timed_seconds.append(seconds)
         queue.entries.append(
             QueueEntry(
                 id=pk, study_id=study_id, study_name=name, code=code, sensitive=sensitive,

@@ -118,10 +118,12 @@ def reminder_message(study: Study, left: int, link_base: str) -> tuple[str, str]
     title = study_title_for_raters(study)
     queue = link_base + reverse("annotation:my-studies")
     settings_page = link_base + reverse("annotation:my-reminders")
-    subject = f"{left} conversation{'s' if left != 1 else ''} left to rate in {title}"
+    due = f", due {study.due_date:%-d %B}" if study.due_date else ""
+    subject = f"{left} conversation{'s' if left != 1 else ''} left to rate in {title}{due}"
     body = (
         f"Hello,\n\nYou have {left} conversation{'s' if left != 1 else ''} left to rate in “{title}”.\n"
-        f"Your answers are saved as you go, so you can pick up where you left off:\n{queue}\n\n"
+        + (f"They are due on {study.due_date:%A %-d %B %Y}.\n" if study.due_date else "")
+        + f"Your answers are saved as you go, so you can pick up where you left off:\n{queue}\n\n"
         "Some conversations touch on suicide and self-harm: take breaks, and tell your coordinator "
         "if a conversation should not be rated alone (the “Flag this conversation” button).\n\n"
         f"To stop these reminders for this study: {settings_page}\n"

@@ -216,6 +216,8 @@ class StudyCreateForm(SelectionForm):
         queryset=Instrument.objects.filter(kind=InstrumentKind.SECTION).order_by("key", "-version"),
         required=False, label="Study rating section", help_text="Realism, perceived risk and disclosure, broke-role",
     )
+    due_date = forms.DateField(required=False, label="Due date (optional)", widget=forms.DateInput(attrs={"type": "date"}),
+                               help_text="When the ratings are due: raters see it in their queue and reminders")
     raters_per_conversation = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Raters per conversation (k)")
     composition = forms.CharField(required=False, help_text="Optional: raters of each label per conversation, e.g. clinician=2, expert=1")
     tie_policy = forms.ChoiceField(choices=TiePolicy.choices, initial=TiePolicy.ADJUDICATION)
@@ -245,6 +247,9 @@ class StudyCreateForm(SelectionForm):
 
     def rater_rows(self) -> list[tuple[Any, forms.BoundField, forms.BoundField]]:
         return [(u, self[f"rater_{u.pk}"], self[f"label_{u.pk}"]) for u in self.candidates]
+
+    def clean_due_date(self) -> Any:
+        return _not_past(self.cleaned_data.get("due_date"))
 
     def clean_composition(self) -> dict[str, int]:
         return parse_composition(self.cleaned_data["composition"])
@@ -300,6 +305,24 @@ class AddRaterForm(forms.Form):
     def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.fields["user"].choices = [(str(u.pk), u.get_username()) for u in candidates]
+
+
+def _not_past(value: Any) -> Any:
+    from django.utils import timezone
+
+    if value is not None and value < timezone.localdate():
+        raise forms.ValidationError("The due date is in the past: choose today or a later day (or leave it empty).")
+    return value
+
+
+class DueDateForm(forms.Form):
+    """When the study's ratings are due (empty: no due date)."""
+
+    due_date = forms.DateField(required=False, label="Due date", widget=forms.DateInput(attrs={"type": "date"}),
+                               help_text="Raters see it in their queue and reminders; the dashboard warns when the pace misses it")
+
+    def clean_due_date(self) -> Any:
+        return _not_past(self.cleaned_data.get("due_date"))
 
 
 class ReasonForm(forms.Form):

@@ -370,6 +370,7 @@ def study_design(study: Study) -> Design:
 
 ACTIONS = {
     "study_created": "Study created",
+    "due_date_set": "Due date set",
     "assigned": "Raters assigned",
     "rater_removed": "Rater removed",
     "reassigned_on_removal": "Moved on removal",
@@ -447,6 +448,8 @@ def _summary(details: dict[str, Any], users: dict[int, str], codes: dict[int, st
         parts.append(f"as '{details['label']}'")
     if "from_rater" in details:
         parts.append(f"from {users.get(details['from_rater'], '?')} to {users.get(details['to_rater'], '?')}")
+    if "due_date" in details:
+        parts.append(f"due {details['due_date']}" if details["due_date"] else "no due date")
     for key in ("seed", "n_assignments", "n_conversations", "n_raters", "n_ratings", "file"):
         if key in details:
             parts.append(f"{key.replace('n_', '').replace('_', ' ')}: {details[key]}")

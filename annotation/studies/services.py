@@ -43,6 +43,14 @@ def study_event(*, study: Study, actor: AbstractBaseUser | None, action: str, re
     return StudyEvent.objects.create(study=study, actor=_actor(actor), action=action, reason=reason, details=details)
 
 
+def study_due_date_set(*, study: Study, due_date: Any, actor: AbstractBaseUser | None) -> Study:
+    """Set (or clear, with None) the date the study's ratings are due; recorded in the audit trail."""
+    study.due_date = due_date
+    study.save(update_fields=["due_date"])
+    study_event(study=study, actor=actor, action="due_date_set", due_date=due_date.isoformat() if due_date else "")
+    return study
+
+
 @transaction.atomic
 def study_create(
     *,

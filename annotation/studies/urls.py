@@ -10,6 +10,7 @@ urlpatterns = [
     path("studies/new/preview/", views.selection_preview, name="study-selection-preview"),
     path("studies/<int:pk>/", views.study_detail, name="study-detail"),
     path("studies/<int:pk>/audit.csv", views.study_audit_csv, name="study-audit-csv"),
+    path("studies/<int:pk>/due-date/", views.study_due_date, name="study-due-date"),
     path("studies/<int:pk>/assign/", views.study_assign_view, name="study-assign"),
     path("studies/<int:pk>/raters/add/", views.study_rater_add, name="study-rater-add"),
     path("studies/<int:pk>/members/add/", views.study_member_add, name="study-member-add"),

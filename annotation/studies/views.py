@@ -28,6 +28,7 @@ from annotation.studies.forms import (
     AddRaterForm,
     AdjudicateForm,
     AssignForm,
+    DueDateForm,
     RatingsImportForm,
     ReassignForm,
     RemoveRaterForm,
@@ -47,6 +48,7 @@ from annotation.studies.services import (
     study_add_rater,
     study_assign,
     study_create,
+    study_due_date_set,
     study_event,
     study_remove_rater,
 )
@@ -96,6 +98,8 @@ def study_new(request: HttpRequest) -> HttpResponse:
         except AnnotationError as exc:
             form.add_error(None, str(exc))
         else:
+            if data.get("due_date"):
+                study_due_date_set(study=study, due_date=data["due_date"], actor=request.user)
             messages.success(request, f"Study created with {study.study_conversations.count()} conversations. Assign the raters next.")
             return _detail(study.pk)
     status = 400 if request.method == "POST" else 200
@@ -162,11 +166,26 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "member_candidates": reads.member_candidates(study) if manages else [],
         "members": study.memberships.exclude(role="rater").select_related("user").order_by("role", "user__username"),
         "external_raters": reads.external_raters(study),
+        "due_form": DueDateForm(initial={"due_date": study.due_date}),
     }
     # The viewer's own coordination of the study: the "email me about flags" setting (issue 28, defect 3).
     context["my_coordination"] = next((m for m in context["members"] if m.user_id == request.user.pk
                                        and m.role == MemberRole.COORDINATOR and m.active), None)
     return render(request, "annotation/coordinator/study_detail.html", context)
+
+
+@require_POST
+def study_due_date(request: HttpRequest, pk: int) -> HttpResponse:
+    """Set or clear the study's due date (the study page's form; recorded in the audit trail)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk)
+    form = DueDateForm(request.POST)
+    if form.is_valid():
+        study_due_date_set(study=study, due_date=form.cleaned_data["due_date"], actor=request.user)
+        due = form.cleaned_data["due_date"]
+        messages.success(request, f"Saved: the ratings are due on {due:%-d %B %Y}." if due else "Saved: the study has no due date.")
+    else:
+        messages.error(request, "Nothing was changed: " + " ".join(form.errors.get("due_date", ["not a date."])))
+    return redirect(reverse("annotation:study-detail", args=[pk]) + "#due-date")
 
 
 @require_GET
