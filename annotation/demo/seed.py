@@ -9,7 +9,10 @@
    the judge response cache, then each run is executed inline through the real judge path,
    which replays them (no call leaves the machine; a reply that missed the cache would fail
    the run, and the seed says so);
-4. a validation study drawn from the three-judge run by a stratified sampling plan.
+4. a validation study drawn from the three-judge run by a stratified sampling plan, still being
+   rated: due in two weeks, a flag by a rater waiting for the coordinator, one round of reminder
+   emails in its log (recorded with what the configured email backend did with them);
+5. a study that grows by active sampling from the same run (its first batch drawn and assigned).
 
 Each step is skipped when its result exists, so running the seed twice changes nothing.
 """
@@ -31,11 +34,19 @@ from django.utils import timezone
 from annotation.consensus.services import study_compute_consensus
 from annotation.demo.conversations import demo_conversations_jsonl
 from annotation.demo.labels import Answerer, answer, reference_answers, seconds_for, section_answers
-from annotation.models import Assignment, MemberRole, Rating, SamplingMethod, Study
+from annotation.flags.services import conversation_flag
+from annotation.models import Assignment, FlagReason, MemberRole, Rating, SamplingMethod, Study
+from annotation.reminders.services import reminders_send
+from annotation.sampling.active.services import ActiveOptions, active_study_create
 from annotation.sampling.selectors import PlanOptions
 from annotation.sampling.services import study_create_from_plan
 from annotation.studies.ratings_import import ratings_import
-from annotation.studies.services import study_add_member, study_assign, study_create
+from annotation.studies.services import (
+    study_add_member,
+    study_assign,
+    study_create,
+    study_due_date_set,
+)
 from core.roles import Role
 from corpus.conversations.services import conversations_import
 from corpus.instruments.services import builtin_instruments_load
@@ -62,6 +73,7 @@ DEMO_STUDY = "Demo study: AMHART, synthetic adolescent conversations"
 PLAN_STUDY = "Demo validation sample: 16 conversations drawn from the demo judge run"
 RUN_NAME = "Demo judge run: three judges"
 DRIFT_RUN_NAME = "Demo judge run: Demo judge A v2"
+ACTIVE_STUDY = "Demo active sampling: the demo judge run, rated where the judges disagree"
 RATERS = (
     Answerer("clinician", error=0.05, drift=0.02, seed=11),
     Answerer("clinician2", error=0.08, drift=0.03, yes_bias=0.6, seed=12),
@@ -287,6 +299,21 @@ def _judge_run(name: str, judges: list[tuple[Judge, DemoJudge]], conversation_id
     return run
 
 
+def _coordinators_day(study: Study, users: dict[str, Any]) -> None:
+    """What a coordinator's day holds: a due date, a rater's flag, a round of reminders (in the log)."""
+    study_due_date_set(study=study, due_date=timezone.localdate() + timedelta(days=14), actor=users["coordinator"])
+    open_work = Assignment.objects.filter(study=study, rater=users["clinician"]).exclude(status="submitted").order_by("position")
+    first = open_work.first()
+    if first is not None:
+        conversation_flag(assignment=first, user=users["clinician"], reason=FlagReason.DISTRESSING,
+                          note="Demo flag: I would like to discuss this one before rating it.", link_base=DEMO_LINK_BASE)
+    reminders_send(study=study, actor=users["coordinator"], link_base=DEMO_LINK_BASE, confirm=True)
+
+
+# The address the demo's emails point to (``make run`` serves there).
+DEMO_LINK_BASE = "http://127.0.0.1:8000"
+
+
 def seed_demo() -> dict[str, Any]:
     """Build (or complete) the demo; return what exists afterwards."""
     with transaction.atomic():
@@ -332,6 +359,17 @@ def seed_demo() -> dict[str, Any]:
             _rate(plan_study, [r.name for r in RATERS], actor=users["coordinator"], file="demo ratings (seed_demo)",
                   leave_open={"clinician": 5})
             study_compute_consensus(study=plan_study, actor=users["coordinator"])
+            _coordinators_day(plan_study, users)
+        active_study = Study.objects.filter(name=ACTIVE_STUDY).first()
+        if active_study is None:
+            active_study = active_study_create(
+                run=run, source_key=None, options=ActiveOptions(budget=12, batch_size=6, target_width=0.3, seed=5),
+                created_by=users["coordinator"], name=ACTIVE_STUDY, section=section,
+                description=("A study that grows by active sampling from the demo judge run: each batch is drawn "
+                             "where the judges disagree most, with its inclusion probabilities recorded."),
+                coordinators=[users["coordinator"]], raters=[(users["clinician"], "clinician")], raters_per_conversation=1,
+            )
+            study_add_member(study=active_study, user=users["researcher"], role=MemberRole.RESEARCHER, actor=users["coordinator"])
     return {"study": study, "plan_study": plan_study, "run": run, "new_conversations": len(imported.created),
             "instruments": Instrument.objects.count(), "personas": personas}
 

@@ -153,3 +153,31 @@ def test_every_demo_user_has_an_example_email_address(db):
 
     users = demo_users()
     assert {u.email for u in users.values()} == {f"{name}@example.org" for name, _, _ in DEMO_USERS}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_shows_a_coordinators_day(settings):
+    """Issue 28: a due date, a rater's flag waiting, a reminder log and an active-sampling study."""
+    from annotation.demo.seed import ACTIVE_STUDY
+    from annotation.models import ActivePlan, ConversationFlag, FlagStatus
+    from core.models import EmailPurpose, EmailRecord
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    seeded()
+    plan = Study.objects.get(name=PLAN_STUDY)
+    assert plan.due_date is not None
+    assert ConversationFlag.objects.filter(study=plan, status=FlagStatus.OPEN).count() == 1
+    assert EmailRecord.objects.filter(purpose=EmailPurpose.REMINDER, study_id=plan.pk).exists()
+    active = Study.objects.get(name=ACTIVE_STUDY)
+    assert ActivePlan.objects.filter(study=active).exists() and active.assignments.exists()
+    coordinator = get_user_model().objects.get(username="coordinator")
+    client = Client()
+    client.force_login(coordinator)
+    home = client.get("/").content.decode()
+    assert 'id="dashboard"' in home and "flagged conversation" in home and ACTIVE_STUDY in home
+    rater = Client()
+    rater.force_login(get_user_model().objects.get(username="clinician"))
+    assert "Due <strong>" in rater.get("/ratings/").content.decode()
+    seeded()  # a second run changes nothing
+    assert Study.objects.filter(name=ACTIVE_STUDY).count() == 1
+    assert ConversationFlag.objects.filter(study=plan).count() == 1
