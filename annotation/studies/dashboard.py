@@ -1,7 +1,8 @@
 """The coordinator's home: every study they run on one screen, with what needs them.
 
 Per study: conversations rated of those assigned, open flags, raters idle for ``IDLE_DAYS`` days
-(active raters with work left and no activity timed by the rating page since), the last timed
+(active raters with work left and no activity timed by the rating page since, or since
+their first assignment), the last timed
 activity, the expected finish from the raters' observed pace (``annotation.studies.pace``: the
 slowest rater's), the due date and whether the pace meets it. Imported ratings are never
 activity or pace (they carry no timing). A bounded number of queries, whatever the number of
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentStatus, MemberRole, StudyMembership
@@ -83,7 +84,7 @@ def study_days(studies: list[Any], *, now: datetime | None = None) -> list[Study
     per_rater: dict[tuple[int, int], dict[str, Any]] = {}
     for row in live.filter(rater__isnull=False).values("study_id", "rater_id", "rater__username").annotate(
         remaining=Count("id", filter=~submitted),
-        started=Max("started_at", filter=TIMED), sub=Max("submitted_at", filter=TIMED), act=Max("last_activity_at", filter=TIMED),
+        since=Min("created_at"), started=Max("started_at", filter=TIMED), sub=Max("submitted_at", filter=TIMED), act=Max("last_activity_at", filter=TIMED),
     ):
         last = max((t for t in (row["started"], row["sub"], row["act"]) if t is not None), default=None)
         per_rater[(row["study_id"], row["rater_id"])] = {**row, "last": last}
@@ -98,7 +99,9 @@ def study_days(studies: list[Any], *, now: datetime | None = None) -> list[Study
     paces: dict[int, list[Pace]] = defaultdict(list)
     for key, row in per_rater.items():
         is_active = key in active
-        if is_active and row["remaining"] and (row["last"] is None or now - row["last"] >= timedelta(days=IDLE_DAYS)):
+        # Idle: work left and nothing done in the app for IDLE_DAYS, counted from the first assignment.
+        quiet_since = row["last"] or row["since"]
+        if is_active and row["remaining"] and quiet_since is not None and now - quiet_since >= timedelta(days=IDLE_DAYS):
             days[key[0]].idle_raters.append(row["rater__username"])
         if is_active or row["remaining"]:
             paces[key[0]].append(observed_pace(recent[key], row["remaining"], now=now))

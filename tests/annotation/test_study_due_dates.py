@@ -95,6 +95,8 @@ def test_the_dashboard_tells_idle_raters_imports_pace_and_risk(study, coordinato
     _submit(cyrus[0], now - timedelta(days=9))  # then nothing: idle for 9 days
     _submit(cyrus[1], now - timedelta(hours=1), timed=False)  # imported: not activity
     [day] = study_days([study], now=now)
+    Assignment.objects.filter(study=study).update(created_at=now - timedelta(days=20))
+    [day] = study_days([study], now=now)
     assert day.submitted == 5 and day.imported == 1 and day.idle_raters == [clinician2.username]
     assert day.last_activity == now - timedelta(days=1)
     assert day.finish is not None and day.finish.finish is None  # the idle rater has no pace: no date
@@ -109,6 +111,14 @@ def test_the_dashboard_tells_idle_raters_imports_pace_and_risk(study, coordinato
     study.due_date = timezone.localdate()
     [day] = study_days([study], now=now)
     assert day.risk == "at risk" and "after the due date" in day.risk_reason
+
+
+def test_a_rater_assigned_today_is_not_idle(study, clinician, clinician2):
+    [day] = study_days([study])
+    assert day.idle_raters == []  # nothing done yet, but assigned just now
+    Assignment.objects.filter(study=study, rater=clinician).update(created_at=timezone.now() - timedelta(days=8))
+    [day] = study_days([study])
+    assert day.idle_raters == [clinician.username]
 
 
 def test_the_coordinators_home_is_the_dashboard_researchers_keep_their_list(study, coordinator, researcher):

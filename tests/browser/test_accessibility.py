@@ -75,6 +75,7 @@ NOT_PAGES = {
     "annotation:rate-flag": "POST action (a form on the rating page)",
     "annotation:study-flag-resolve": "POST action (a form on the flags page)",
     "annotation:study-flag-notices": "POST action (a form on the study page)",
+    "annotation:study-due-date": "POST action (a form on the study page)",
     "reports:development-split": "POST action", "reports:development-declare": "POST action",
     "reports:development-evaluate": "POST action", "reports:development-csv": "file download",
     "reports:development-look-csv": "file download",

@@ -7,7 +7,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.demo.seed import DEMO_STUDY, DEMO_USERS, PLAN_STUDY, DemoError, seed_demo
+from annotation.demo.seed import (
+    ACTIVE_STUDY,
+    DEMO_STUDY,
+    DEMO_USERS,
+    PLAN_STUDY,
+    DemoError,
+    seed_demo,
+)
 
 
 class Command(BaseCommand):
@@ -44,7 +51,8 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(
             f"Demo ready in {time.perf_counter() - started:.1f} s: {built['instruments']} instrument(s), "
             f"{built['personas'].personas.count()} personas, {built['new_conversations']} new demo conversation(s), "
-            f"studies '{DEMO_STUDY}' (rated by three clinicians) and '{PLAN_STUDY}', judge run {run.pk} "
+            f"studies '{DEMO_STUDY}' (rated by three clinicians), '{PLAN_STUDY}' (due in two weeks, a flag and "
+            f"a reminder log) and '{ACTIVE_STUDY}', judge run {run.pk} "
             f"({run.n_done} judgements by three judges)."
         ))
         if not options["quiet_logins"]:
