@@ -524,6 +524,18 @@ def _queue_position(assignment: Assignment) -> QueuePosition:
     return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration, times)
 
 
+def next_assignment_after(assignment: Assignment) -> Assignment | None:
+    """Return the rater's next unfinished assignment of the study after this one, or None.
+
+    Computed from the assignment itself, so submitting it twice (a double click, a retried
+    request) opens the same next conversation and never skips one.
+    """
+    next_id = _queue_position(assignment).next_id
+    if next_id is None:
+        return None
+    return Assignment.objects.select_related("conversation").filter(pk=next_id).first()
+
+
 def rating_page(assignment: Assignment) -> RatingPage:
     """Return the rating page of an assignment got from ``assignment_get_for_rater``."""
     study = assignment.study

@@ -162,8 +162,17 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 {"assignment": assignment, "error": exc, "calibration": True}, status=423,
             )
         return _render_rating(request, assignment, submit_error=exc, status=exc.status)
-    messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you.")
-    return redirect("annotation:rate", pk=assignment.pk)
+    if assignment.is_calibration:  # its page now shows the reference answers beside the rater's
+        messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you.")
+        return redirect("annotation:rate", pk=assignment.pk)
+    following = rater_selectors.next_assignment_after(assignment)
+    if following is None:
+        messages.success(request, f"Rating of {assignment.conversation.code} submitted: that was your last "
+                                  "conversation of this study. Thank you.")
+        return redirect("annotation:my-studies")
+    # One step per conversation: the next one opens (after its content warning, when it has one).
+    messages.success(request, f"Rating of {assignment.conversation.code} submitted. Next: {following.conversation.code}.")
+    return redirect("annotation:rate", pk=following.pk)
 
 
 @rater_required
