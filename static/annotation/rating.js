@@ -724,7 +724,14 @@
   // ---------------------------------------------------------------- phones: transcript or questions
   var layout = document.getElementById("rate-layout");
   var scrolls = {};
-  var narrow = window.matchMedia("(max-width: 760px)");
+  var narrow = window.matchMedia("(max-width: 1000px)");
+  // The sticky bar's height, for the anchors below it (rating.css: scroll-margin-top).
+  var bar = document.querySelector(".side-bar");
+  function measureBar() {
+    if (bar) document.documentElement.style.setProperty("--bar-h", Math.ceil(bar.getBoundingClientRect().height) + "px");
+  }
+  measureBar();
+  if (bar && window.ResizeObserver) new ResizeObserver(measureBar).observe(bar);
 
   function showView(view) {
     if (!layout || layout.dataset.view === view) return;
