@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls in the test body
 # are still synchronous and safe.
@@ -55,6 +58,32 @@ def chromium_browser() -> Iterator[object]:
         browser.close()
 
 
+class _InFlight:
+    """Requests the live server is still answering (Django's request signals, from its threads)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def started(self, **kwargs: object) -> None:
+        with self.lock:
+            self.count += 1
+
+    def finished(self, **kwargs: object) -> None:
+        with self.lock:
+            self.count -= 1
+
+    def wait_idle(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count > 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+_in_flight = _InFlight()
+request_started.connect(_in_flight.started, dispatch_uid="browser-tests-in-flight-start")
+request_finished.connect(_in_flight.finished, dispatch_uid="browser-tests-in-flight-end")
+
+
 @pytest.fixture
 def page(chromium_browser, live_server):  # type: ignore[no-untyped-def]
     context = chromium_browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
@@ -62,6 +91,10 @@ def page(chromium_browser, live_server):  # type: ignore[no-untyped-def]
     page.set_default_timeout(10_000)
     yield page
     context.close()
+    # A page leaving sends what it still holds (an autosave beacon, the next page's opening): the
+    # live server may still be answering it when the test's database is flushed, which then fails
+    # with "database table is locked" (and the next test with a duplicate user). Wait for it.
+    _in_flight.wait_idle()
 
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
