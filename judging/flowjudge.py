@@ -34,6 +34,7 @@ from simulation.llm import LLMError
 from stats.labels import fold_label
 
 SCHEMA_NAME = "flow_answer"
+UNASKED = "the question has one option: answered without a call"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class FlowOutcome:
     error_kind: str = ""
     error: str = ""
     failed_question: str = ""
+    unasked: int = 0  # questions with one option, answered without a call
 
 
 def _clean(text: str) -> str:
@@ -196,6 +198,14 @@ async def judge_flow(*, caller: Caller, prompt: Any, flow: Flow, turns: list[Tur
             outcome.finished, outcome.ended_by = True, state.ended_by
             return outcome
         question = flow.question(state.next_question or "")
+        if len(question.answer_options) == 1:
+            # Nothing to choose (VERA-MH's "Rate this dimension Not Relevant" step): answered as
+            # VERA-MH's own judge does, without a call that could only fail to parse.
+            only = question.answer_options[0].label
+            answers[question.id] = only
+            outcome.path.append({"question_id": question.id, "answer": only, "explanation": UNASKED, "asked": "no"})
+            outcome.unasked += 1
+            continue
         parsed, kind, error = await _ask(caller, prompt, system, question)
         if parsed is None or parsed.option is None:
             outcome.error_kind, outcome.error, outcome.failed_question = kind, error, question.id
