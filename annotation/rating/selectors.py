@@ -524,6 +524,16 @@ def _queue_position(assignment: Assignment) -> QueuePosition:
     return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration, times)
 
 
+def next_assignment_after(assignment: Assignment) -> int | None:
+    """Return the rater's next unfinished, unlocked assignment after this one in their order (None: none left).
+
+    Computed from the given assignment, not from "the first unfinished", so submitting the same
+    conversation twice (a double click, a resent POST) leads to the same next conversation and
+    never skips one. One query.
+    """
+    return _queue_position(assignment).next_id
+
+
 def rating_page(assignment: Assignment) -> RatingPage:
     """Return the rating page of an assignment got from ``assignment_get_for_rater``."""
     study = assignment.study
