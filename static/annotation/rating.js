@@ -724,7 +724,16 @@
   // ---------------------------------------------------------------- phones: transcript or questions
   var layout = document.getElementById("rate-layout");
   var scrolls = {};
-  var narrow = window.matchMedia("(max-width: 760px)");
+  var narrow = window.matchMedia("(max-width: 1000px)");
+  // The sticky bar's height, for scroll-margin-top: anchors land below it (issue 29).
+  var sideBar = document.querySelector(".side-bar");
+  function measureBar() {
+    var sticks = sideBar && window.getComputedStyle(sideBar).position === "sticky";
+    document.documentElement.style.setProperty("--sticky-bar", (sticks ? Math.ceil(sideBar.getBoundingClientRect().height) : 0) + "px");
+  }
+  measureBar();
+  if (sideBar && window.ResizeObserver) new ResizeObserver(measureBar).observe(sideBar);
+  window.addEventListener("resize", measureBar);
 
   function showView(view) {
     if (!layout || layout.dataset.view === view) return;
@@ -785,8 +794,14 @@
   }
 
   // ---------------------------------------------------------------- autosave wiring
+  // A tap (or click) on an answer moves on to the next unanswered question, as a key does.
+  var pointerAt = 0;
+  form.addEventListener("pointerdown", function () { pointerAt = Date.now(); }, true);
   form.addEventListener("change", function (event) {
-    if (event.target.type === "radio") queueSave(event.target.closest(ITEM));
+    if (event.target.type !== "radio") return;
+    var el = event.target.closest(ITEM);
+    queueSave(el);
+    if (Date.now() - pointerAt < 1500 && el && el.classList.contains("item")) { current = el; advance(); }
   });
 
   var typingTimers = new Map();
