@@ -133,3 +133,31 @@ def test_a_link_to_a_missing_question_lands_below_the_sticky_bar_on_a_phone(chro
         screenshot(page, "rater-minutes-anchor-390", full_page=False)
     finally:
         context.close()
+
+
+def test_one_question_per_screen_on_a_phone_is_a_kept_setting_off_by_default(chromium_browser, live_server, clinician, clinician2):
+    study = make_study([clinician, clinician2], n=1)
+    assignment = first_assignment(study, clinician)
+    context, page = _open(chromium_browser, live_server, clinician, assignment, 390, touch=True)
+    visible = "Array.from(document.querySelectorAll('#rating-form .item')).filter(e => e.offsetParent !== null).map(e => e.id)"
+    try:
+        page.locator(".pane-switch [data-view=questions]").tap()
+        assert len(page.evaluate(visible)) == 20  # off by default: the whole form (19 questions and the comment)
+        page.locator("#one-per-screen").tap()
+        assert page.evaluate(visible) == ["item-main-amhart_01"]
+        assert page.locator("#step-pos").inner_text() == "Question 1 of 20"
+        page.locator("#item-main-amhart_01 label.choice:has(input[data-letter='y'])").tap()
+        assert page.evaluate(visible) == ["item-main-amhart_02"]  # a tap on an answer shows the next question
+        assert page.evaluate(ON_SCREEN, "#save-status") == "ok"
+        assert page.locator(".pane-switch [data-view=transcript]").is_visible()  # the transcript one tap away
+        page.locator("#step-prev").tap()
+        assert page.evaluate(visible) == ["item-main-amhart_01"]
+        page.locator("#step-next").tap()
+        assert page.evaluate(visible) == ["item-main-amhart_02"]
+        screenshot(page, "rater-minutes-one-per-screen-390", full_page=False)
+        page.reload()
+        page.wait_for_selector("#rating-form", state="attached")
+        assert page.locator("#one-per-screen").is_checked()  # kept like the other rater settings
+        assert page.evaluate(visible) == ["item-main-amhart_02"]  # reopens on the first unanswered question
+    finally:
+        context.close()
