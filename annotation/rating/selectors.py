@@ -524,16 +524,14 @@ def _queue_position(assignment: Assignment) -> QueuePosition:
     return QueuePosition(here + 1, len(order), next_id, pending and not assignment.is_calibration, times)
 
 
-def next_assignment_after(assignment: Assignment) -> Assignment | None:
-    """Return the rater's next unfinished assignment of the study after this one, or None.
+def next_assignment_after(assignment: Assignment) -> int | None:
+    """Return the rater's next unfinished, unlocked assignment after this one in their order (None: none left).
 
-    Computed from the assignment itself, so submitting it twice (a double click, a retried
-    request) opens the same next conversation and never skips one.
+    Computed from the given assignment, not from "the first unfinished", so submitting the same
+    conversation twice (a double click, a resent POST) leads to the same next conversation and
+    never skips one. One query.
     """
-    next_id = _queue_position(assignment).next_id
-    if next_id is None:
-        return None
-    return Assignment.objects.select_related("conversation").filter(pk=next_id).first()
+    return _queue_position(assignment).next_id
 
 
 def rating_page(assignment: Assignment) -> RatingPage:

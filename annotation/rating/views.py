@@ -162,17 +162,17 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 {"assignment": assignment, "error": exc, "calibration": True}, status=423,
             )
         return _render_rating(request, assignment, submit_error=exc, status=exc.status)
-    if assignment.is_calibration:  # its page now shows the reference answers beside the rater's
-        messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you.")
+    if assignment.is_calibration and services.calibration_feedback(assignment):
+        # The reference answers are shown on the submitted calibration page: stay to read them.
+        messages.success(request, f"Rating of {assignment.conversation.code} submitted. Compare your answers below.")
         return redirect("annotation:rate", pk=assignment.pk)
-    following = rater_selectors.next_assignment_after(assignment)
-    if following is None:
-        messages.success(request, f"Rating of {assignment.conversation.code} submitted: that was your last "
-                                  "conversation of this study. Thank you.")
+    next_id = rater_selectors.next_assignment_after(assignment)
+    if next_id is None:
+        messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you: nothing is left to rate here.")
         return redirect("annotation:my-studies")
-    # One step per conversation: the next one opens (after its content warning, when it has one).
-    messages.success(request, f"Rating of {assignment.conversation.code} submitted. Next: {following.conversation.code}.")
-    return redirect("annotation:rate", pk=following.pk)
+    messages.success(request, f"Rating of {assignment.conversation.code} submitted. Thank you. Here is the next conversation.")
+    # The rate page shows the content warning first when the next conversation is sensitive.
+    return redirect("annotation:rate", pk=next_id)
 
 
 @rater_required

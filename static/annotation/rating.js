@@ -606,6 +606,7 @@
   function focusItem(el) {
     if (!el) return;
     current = el;
+    if (typeof showStep === "function") showStep(el);
     el.focus({ preventScroll: true });
     el.scrollIntoView({ block: "nearest" });
   }
@@ -633,6 +634,41 @@
     try { autoAdvance.checked = window.localStorage.getItem("evalsite-auto-advance") !== "off"; } catch (e) { /* private mode */ }
     autoAdvance.addEventListener("change", function () {
       try { window.localStorage.setItem("evalsite-auto-advance", autoAdvance.checked ? "on" : "off"); } catch (e) { /* private mode */ }
+    });
+  }
+
+  // ---------------------------------------------------------------- one question per screen (phones)
+  var onePerScreen = document.getElementById("one-per-screen");
+  var stepNav = document.getElementById("step-nav");
+  function stepItems() { return Array.prototype.filter.call(document.querySelectorAll("#rating-form .item"), function (el) { return !el.classList.contains("ro-item"); }); }
+  function showStep(el) {
+    var list = stepItems();
+    if (!el || list.indexOf(el) < 0) return;
+    list.forEach(function (x) { x.classList.toggle("step-current", x === el); });
+    var pos = document.getElementById("step-pos");
+    if (pos) pos.textContent = "Question " + (list.indexOf(el) + 1) + " of " + list.length;
+  }
+  function setOnePerScreen(on) {
+    var lay = document.getElementById("rate-layout");
+    if (!lay || !stepNav) return;
+    lay.classList.toggle("one-per-screen", on);
+    stepNav.hidden = !on;
+    if (on) showStep(current && stepItems().indexOf(current) >= 0 ? current : (stepItems().filter(unanswered)[0] || stepItems()[0]));
+  }
+  if (onePerScreen) {
+    try { onePerScreen.checked = window.localStorage.getItem("evalsite-one-per-screen") === "on"; } catch (e) { /* private mode */ }
+    onePerScreen.addEventListener("change", function () {
+      try { window.localStorage.setItem("evalsite-one-per-screen", onePerScreen.checked ? "on" : "off"); } catch (e) { /* private mode */ }
+      setOnePerScreen(onePerScreen.checked);
+    });
+    setOnePerScreen(onePerScreen.checked);
+    document.getElementById("step-prev").addEventListener("click", function () {
+      var list = stepItems(), at = list.indexOf(document.querySelector(".item.step-current"));
+      focusItem(list[Math.max(at - 1, 0)]);
+    });
+    document.getElementById("step-next").addEventListener("click", function () {
+      var list = stepItems(), at = list.indexOf(document.querySelector(".item.step-current"));
+      focusItem(list[Math.min(at + 1, list.length - 1)]);
     });
   }
 
@@ -725,13 +761,15 @@
   var layout = document.getElementById("rate-layout");
   var scrolls = {};
   var narrow = window.matchMedia("(max-width: 1000px)");
-  // The sticky bar's height, for the anchors below it (rating.css: scroll-margin-top).
-  var bar = document.querySelector(".side-bar");
+  // The sticky bar's height, for scroll-margin-top: anchors land below it (issue 29).
+  var sideBar = document.querySelector(".side-bar");
   function measureBar() {
-    if (bar) document.documentElement.style.setProperty("--bar-h", Math.ceil(bar.getBoundingClientRect().height) + "px");
+    var sticks = sideBar && window.getComputedStyle(sideBar).position === "sticky";
+    document.documentElement.style.setProperty("--sticky-bar", (sticks ? Math.ceil(sideBar.getBoundingClientRect().height) : 0) + "px");
   }
   measureBar();
-  if (bar && window.ResizeObserver) new ResizeObserver(measureBar).observe(bar);
+  if (sideBar && window.ResizeObserver) new ResizeObserver(measureBar).observe(sideBar);
+  window.addEventListener("resize", measureBar);
 
   function showView(view) {
     if (!layout || layout.dataset.view === view) return;
@@ -792,8 +830,14 @@
   }
 
   // ---------------------------------------------------------------- autosave wiring
+  // A tap (or click) on an answer moves on to the next unanswered question, as a key does.
+  var pointerAt = 0;
+  form.addEventListener("pointerdown", function () { pointerAt = Date.now(); }, true);
   form.addEventListener("change", function (event) {
-    if (event.target.type === "radio") queueSave(event.target.closest(ITEM));
+    if (event.target.type !== "radio") return;
+    var el = event.target.closest(ITEM);
+    queueSave(el);
+    if (Date.now() - pointerAt < 1500 && el && el.classList.contains("item")) { current = el; advance(); }
   });
 
   var typingTimers = new Map();

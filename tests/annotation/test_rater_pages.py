@@ -258,3 +258,65 @@ def test_dashboard_and_rating_page_run_a_fixed_number_of_queries(n, clinician, c
         assert client.get(reverse("annotation:rate", args=[main.pk])).status_code == 200
     with django_assert_max_num_queries(13):
         assert client.get(reverse("annotation:rate", args=[calibration.pk])).status_code == 200
+
+
+# ------------------------------------------------------------------------------ after submit (issue 29)
+
+def _order(study, rater):  # type: ignore[no-untyped-def]
+    return list(study.assignments.filter(rater=rater).order_by("-is_calibration", "position", "id"))
+
+
+def test_submit_opens_the_next_conversation_and_a_second_post_does_not_skip_one(clinician, clinician2):
+    study = make_study([clinician, clinician2], n=3)
+    order = _order(study, clinician)
+    answer_everything(order[0], clinician)
+    client = client_for(clinician)
+    submit = reverse("annotation:rate-submit", args=[order[0].pk])
+    first = client.post(submit, {"expected_revision": 19})
+    again = client.post(submit, {"expected_revision": 19})  # a double click, a resent form
+    assert first.status_code == again.status_code == 302
+    assert first["Location"] == again["Location"] == reverse("annotation:rate", args=[order[1].pk])
+    html = client.get(first["Location"]).content.decode()
+    assert f"Rating of {order[0].conversation.code} submitted" in html
+    assert 'id="rating-form"' in html and f'<span class="code">{order[1].conversation.code}</span>' in html
+    assert Rating.objects.get(assignment=order[0]).revisions.count() == 1
+
+
+def test_submit_skips_conversations_already_done_and_ends_on_the_queue(clinician, clinician2):
+    study = make_study([clinician, clinician2], n=3)
+    order = _order(study, clinician)
+    answer_everything(order[1], clinician)
+    rating_submit(assignment_id=order[1].pk, user=clinician)  # the second one is done first
+    answer_everything(order[0], clinician)
+    client = client_for(clinician)
+    response = client.post(reverse("annotation:rate-submit", args=[order[0].pk]))
+    assert response["Location"] == reverse("annotation:rate", args=[order[2].pk])
+    answer_everything(order[2], clinician)
+    last = client.post(reverse("annotation:rate-submit", args=[order[2].pk]))
+    assert last.status_code == 302 and last["Location"] == reverse("annotation:my-studies")
+    html = client.get(last["Location"]).content.decode()
+    assert "nothing is left to rate here" in html
+    counts = re.sub(r"<[^>]+>", "", re.search(r'<p class="counts">(.*?)</p>', html, re.S).group(1))
+    assert counts.startswith("3 done")
+
+
+def test_the_next_sensitive_conversation_opens_on_its_content_warning(clinician, clinician2):
+    study = make_study([clinician, clinician2], n=2, sensitive=True)
+    order = _order(study, clinician)
+    answer_everything(order[0], clinician)
+    client = client_for(clinician)
+    response = client.post(reverse("annotation:rate-submit", args=[order[0].pk]))
+    assert response["Location"] == reverse("annotation:rate", args=[order[1].pk])
+    html = client.get(response["Location"]).content.decode()
+    assert "This conversation contains discussion of suicide or self-harm" in html
+    assert "Are you thinking about ending your life?" not in html
+
+
+def test_a_calibration_submit_stays_to_show_the_reference_answers(clinician, clinician2):
+    study = make_study([clinician, clinician2], n=1, n_calibration=1)
+    calibration = first_assignment(study, clinician, calibration=True)
+    answer_everything(calibration, clinician)
+    client = client_for(clinician)
+    response = client.post(reverse("annotation:rate-submit", args=[calibration.pk]))
+    assert response["Location"] == reverse("annotation:rate", args=[calibration.pk])
+    assert "Compare your answers below" in client.get(response["Location"]).content.decode()
