@@ -32,7 +32,9 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 install-model: $(VENV)/.installed-model
 
+# A busy address is refused at once, before migrating and seeding (serve checks it again).
 run: install
+	@$(PY) manage.py serve --check-address $(ADDR)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo --if-empty
 	$(PY) manage.py serve $(ADDR)

@@ -41,3 +41,18 @@ def test_openapi_schema_validates_without_warnings(tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_redis_broker_connection_notices_a_restart(tmp_path):
+    """Workers' broker connections send TCP keepalives and PING an idle connection before reuse."""
+    code = ("from evalsite.celery import app\n"
+            "with app.connection_for_read() as conn:\n"
+            "    kw = conn.default_channel.client.connection_pool.connection_kwargs\n"
+            "    print(kw.get('socket_keepalive'), kw.get('health_check_interval'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
+    env.update(REDIS_URL=os.environ.get("EVALSITE_TEST_REDIS_URL", "redis://127.0.0.1:6379/5"),
+               EVALSITE_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="evalsite.settings.base")
+    done = subprocess.run([sys.executable, "-c", "import django, os; django.setup(); exec(os.environ['CODE'])"],
+                          cwd=ROOT, env={**env, "CODE": code}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "25"], done.stdout

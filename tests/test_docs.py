@@ -40,3 +40,15 @@ def test_pages_answer_a_user_without_a_role_404(outsider):
     for path in ("/corpus/conversations/", "/reports/", "/judging/", "/studies/"):
         assert client_for(outsider).get(path).status_code == 404, path
     assert Client().get("/reports/").status_code == 302  # anonymous: the login page first
+
+
+def test_the_deployment_guide_restarts_every_long_running_unit_and_the_readme_links_it():
+    guide = (ROOT / "docs" / "deployment.md").read_text()
+    assert "docs/deployment.md" in (ROOT / "README.md").read_text()
+    units = re.findall(r"```ini\n(.*?)```", guide, re.S)
+    services = [u for u in units if "Type=oneshot" not in u]
+    commands = [re.search(r"^ExecStart=(.*)$", u, re.M)[1] for u in services]
+    assert any("gunicorn evalsite.wsgi" in c for c in commands) and any("celery -A evalsite worker" in c for c in commands)
+    for unit in services:
+        assert re.search(r"^Restart=always$", unit, re.M) and "EnvironmentFile=/etc/evalsite/env" in unit, unit
+        assert re.search(r"^WantedBy=multi-user.target$", unit, re.M), unit

@@ -319,7 +319,13 @@ else:
     # many seconds. Work is not lost meanwhile: stalled runs and results are taken back by the
     # next worker to start and by the living workers' checks (leases below), much sooner.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600"))
+        "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600")),
+        # A broker restart or a dropped link is noticed (TCP keepalive, a PING before reusing an
+        # idle connection), not waited on until a read hangs.
+        "socket_keepalive": True,
+        "health_check_interval": 25,
+        "socket_connect_timeout": 10,
+        "retry_on_timeout": True,
     }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -39,7 +39,13 @@ REDIS_URL = os.environ.get("EVALSITE_TEST_REDIS_URL") or redis_url_on_db(
 )
 CELERY_BROKER_URL = REDIS_URL
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600"))
+    "visibility_timeout": int(os.environ.get("EVALSITE_BROKER_VISIBILITY_TIMEOUT", "3600")),
+    # A broker restart or a dropped link is noticed (TCP keepalive, a PING before reusing an
+    # idle connection), not waited on until a read hangs.
+    "socket_keepalive": True,
+    "health_check_interval": 25,
+    "socket_connect_timeout": 10,
+    "retry_on_timeout": True,
 }
 CELERY_TASK_ALWAYS_EAGER = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -190,3 +190,20 @@ def test_a_second_serve_on_a_busy_port_fails_before_starting_a_worker(tmp_path):
     assert "Worker started" not in done.stdout  # nothing left running behind the refusal
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0] and "make run ADDR=" in lines[0], done.stderr
+
+
+def test_make_run_on_a_busy_port_stops_before_migrating(tmp_path):
+    """`make run` refuses a busy address at once: no migration, no demo data, no database file."""
+    env = _env(tmp_path)
+    venv = Path(sys.executable).parent.parent
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # -o: take the installed virtualenv as it is (the test must not reinstall anything).
+        done = subprocess.run(["make", "-o", f"{venv}/.installed", "run", f"VENV={venv}", f"ADDR=127.0.0.1:{port}"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "migrate" not in done.stdout and "Operations to perform" not in done.stdout, done.stdout
+    assert not (tmp_path / "var").exists() or not any((tmp_path / "var").rglob("*.sqlite3")), list((tmp_path / "var").rglob("*"))

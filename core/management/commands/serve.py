@@ -55,6 +55,8 @@ class Command(BaseCommand):
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
         parser.add_argument("--no-worker", action="store_true")
         parser.add_argument("--concurrency", type=int, default=None)
+        parser.add_argument("--check-address", action="store_true",
+                            help="Only check that the address is free (make run does this before migrating).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         worker = None
@@ -66,6 +68,8 @@ class Command(BaseCommand):
                 f"cannot listen on {host}:{port} ({busy}): another evalsite (or another program) may be running there. "
                 f"Stop it, or choose another address: make run ADDR=127.0.0.1:{port + 1}"
             )
+        if options["check_address"]:
+            return
 
         # Static files as production serves them (hashed, precompressed, cached for a year):
         # collected at every start, which costs about 2 s once the plotly bundles are compressed.
