@@ -5,7 +5,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponsePermanentRedirect,
+)
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
@@ -37,6 +43,8 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
             n = api_token_revoke(user=request.user, token_key=request.POST.get("token_key", ""))
             messages.success(request, "Token revoked." if n else "No such token.")
             return redirect("api-tokens")
+        if request.POST.get("action") != "create":  # a stray or malformed body makes no token
+            return HttpResponseBadRequest("Choose to make a new token or revoke one.")
         _, new_token = api_token_create(user=request.user)
     context = {
         "tokens": api_tokens_for_user(request.user),
