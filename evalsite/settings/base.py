@@ -325,7 +325,8 @@ else:
         "socket_keepalive": True,
         "health_check_interval": 25,
         "socket_connect_timeout": 10,
-        "retry_on_timeout": True,
+        # No retry_on_timeout: a publish that timed out may have reached Redis; sent again, the
+        # task would be queued twice.
     }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -45,7 +45,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_keepalive": True,
     "health_check_interval": 25,
     "socket_connect_timeout": 10,
-    "retry_on_timeout": True,
+    # No retry_on_timeout: a publish that timed out may have reached Redis; sent again, the task
+    # would be queued twice.
 }
 CELERY_TASK_ALWAYS_EAGER = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
