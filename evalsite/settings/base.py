@@ -331,6 +331,9 @@ else:
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Celery 5.7's consumer stops for good when the broker restarts while tasks run ("'NoneType'
+# object has no attribute 'hostname'"); this one reconnects (evalsite/worker_consumer.py).
+CELERY_WORKER_CONSUMER = "evalsite.worker_consumer:Consumer"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
