@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -49,8 +51,11 @@ def test_the_redis_broker_connection_notices_a_restart(tmp_path):
             "with app.connection_for_read() as conn:\n"
             "    kw = conn.default_channel.client.connection_pool.connection_kwargs\n"
             "    print(kw.get('socket_keepalive'), kw.get('health_check_interval'))\n")
+    redis_url = os.environ.get("EVALSITE_TEST_REDIS_URL", "")
+    if not redis_url:
+        pytest.skip("set EVALSITE_TEST_REDIS_URL to open a real broker connection")
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
-    env.update(REDIS_URL=os.environ.get("EVALSITE_TEST_REDIS_URL", "redis://127.0.0.1:6379/5"),
+    env.update(REDIS_URL=redis_url,
                EVALSITE_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="evalsite.settings.base")
     done = subprocess.run([sys.executable, "-c", "import django, os; django.setup(); exec(os.environ['CODE'])"],
                           cwd=ROOT, env={**env, "CODE": code}, capture_output=True, text=True, timeout=120)
