@@ -118,6 +118,10 @@ def test_a_worker_killed_mid_conversation_loses_nothing_and_duplicates_nothing(w
             exchanges=4,
         )
         first = workers.start()
+        # litellm's import takes seconds (45 s seen on a loaded machine): the wait below is for the
+        # conversation, not for the worker's warm-up.
+        engine_ready = lambda: "engine ready" in (workers.tmp_path / "worker0.log").read_text(errors="replace")  # noqa: E731
+        assert _wait_for(engine_ready, 180), workers.logs()
         batch = simulation_batch_create(spec=spec)  # autocommit: the tasks are queued at once
         runs = SimulationRun.objects.filter(batch=batch)
 
