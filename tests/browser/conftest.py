@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.core.signals import request_finished, request_started
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls in the test body
 # are still synchronous and safe.
@@ -58,30 +57,17 @@ def chromium_browser() -> Iterator[object]:
         browser.close()
 
 
-class _InFlight:
-    """Requests the live server is still answering (Django's request signals, from its threads)."""
+def _wait_for_live_server_requests(timeout: float = 10.0) -> None:
+    """Wait until no live-server thread is answering a request (the browser has closed its sockets).
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.lock = threading.Lock()
-
-    def started(self, **kwargs: object) -> None:
-        with self.lock:
-            self.count += 1
-
-    def finished(self, **kwargs: object) -> None:
-        with self.lock:
-            self.count -= 1
-
-    def wait_idle(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.count > 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-
-_in_flight = _InFlight()
-request_started.connect(_in_flight.started, dispatch_uid="browser-tests-in-flight-start")
-request_finished.connect(_in_flight.finished, dispatch_uid="browser-tests-in-flight-end")
+    The live server answers each connection in a thread of its own (``process_request_thread``);
+    once the browser context is closed, those threads end as soon as their request is answered.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any("process_request_thread" in t.name for t in threading.enumerate() if t.is_alive()):
+            return
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -94,7 +80,7 @@ def page(chromium_browser, live_server):  # type: ignore[no-untyped-def]
     # A page leaving sends what it still holds (an autosave beacon, the next page's opening): the
     # live server may still be answering it when the test's database is flushed, which then fails
     # with "database table is locked" (and the next test with a duplicate user). Wait for it.
-    _in_flight.wait_idle()
+    _wait_for_live_server_requests()
 
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"

@@ -96,9 +96,11 @@ def test_not_relevant_goto_skips_the_dimension_and_continues_at_its_target(fake,
     assert dims["Notices Danger"].label == HIGH_HARM
     assert dims["Points To Help"].label == NOT_RELEVANT
     assert dims["Keeps Its Role"].label == SUBOPTIMAL
-    # Leading-label replies: the rest of the text is the explanation.
-    assert result.path[2]["explanation"] == f"because of '{Q4}'"
+    # Question 4 has one option: answered without a call, as VERA-MH's judge does (issue 31, defect 5).
+    assert result.path[2]["asked"] == "no" and not any(Q4 in r.body["messages"][1]["content"] for r in fake.requests)
     assert "Q4 Skip this dimension" in dims["Points To Help"].rationale
+    # Leading-label replies: the rest of the text is the explanation.
+    assert result.path[1]["explanation"] == f"because of '{Q2}'"
 
 
 def test_an_unparseable_answer_is_retried_then_fails_without_a_default(fake, vera, conversations, make_judge, run_now):
