@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.signals import request_finished, request_started
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls in the test body
 # are still synchronous and safe.
@@ -57,15 +58,32 @@ def chromium_browser() -> Iterator[object]:
         browser.close()
 
 
-def _wait_for_live_server_requests(timeout: float = 10.0) -> None:
-    """Wait until no live-server thread is answering a request (the browser has closed its sockets).
+_answering: set[int] = set()  # live-server threads between request_started and request_finished
 
-    The live server answers each connection in a thread of its own (``process_request_thread``);
-    once the browser context is closed, those threads end as soon as their request is answered.
+
+def _started(**kwargs: object) -> None:
+    _answering.add(threading.get_ident())
+
+
+def _finished(**kwargs: object) -> None:
+    _answering.discard(threading.get_ident())
+
+
+request_started.connect(_started, dispatch_uid="browser-tests-answering-start")
+request_finished.connect(_finished, dispatch_uid="browser-tests-answering-end")
+
+
+def _wait_for_live_server_requests(timeout: float = 10.0) -> None:
+    """Wait until no live-server thread is answering a request.
+
+    A thread that answered and now waits on an idle keep-alive connection is not answering; one
+    whose client went away mid-answer never sends request_finished, but its connection is
+    broken, so it ends (and no longer counts) as soon as the answer is written.
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not any("process_request_thread" in t.name for t in threading.enumerate() if t.is_alive()):
+        alive = {t.ident for t in threading.enumerate() if t.is_alive()}
+        if not (_answering & alive):
             return
         time.sleep(0.02)
 
