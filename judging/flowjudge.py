@@ -55,7 +55,6 @@ class FlowOutcome:
     error_kind: str = ""
     error: str = ""
     failed_question: str = ""
-    unasked: int = 0  # questions with one option, answered without a call
 
 
 def _clean(text: str) -> str:
@@ -204,7 +203,6 @@ async def judge_flow(*, caller: Caller, prompt: Any, flow: Flow, turns: list[Tur
             only = question.answer_options[0].label
             answers[question.id] = only
             outcome.path.append({"question_id": question.id, "answer": only, "explanation": UNASKED, "asked": "no"})
-            outcome.unasked += 1
             continue
         parsed, kind, error = await _ask(caller, prompt, system, question)
         if parsed is None or parsed.option is None:

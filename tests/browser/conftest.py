@@ -137,6 +137,12 @@ def screenshot(page, name: str, *, a11y: bool = True, full_page: bool = True) ->
     return path
 
 
+def fits(page) -> None:  # type: ignore[no-untyped-def]
+    """Fail when the page is wider than the screen (sideways scroll)."""
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, f"{page.url} is {overflow}px wider than the screen"
+
+
 def log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
     page.goto("/accounts/login/")
     page.fill("#id_username", username)

@@ -9,15 +9,10 @@ from django.core.management import call_command
 
 from annotation.management.commands.seed_demo import DEMO_USERS
 from annotation.models import Study
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import fits, log_in, screenshot
 
 WIDTHS = {"390": (390, 844), "768": (768, 1024), "1366": (1366, 900)}
 PASSWORDS = {name: password for name, _, password in DEMO_USERS}
-
-
-def fits(page) -> None:  # type: ignore[no-untyped-def]
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 1, f"{page.url} is {overflow}px wider than the screen"
 
 
 def controls_inside_their_boxes(page, box: str) -> None:  # type: ignore[no-untyped-def]

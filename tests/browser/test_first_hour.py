@@ -6,15 +6,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation.management.commands.seed_demo import DEMO_USERS
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import fits, log_in, screenshot
 
 WIDTHS = {"phone": (390, 844), "desktop": (1366, 900)}
 PASSWORDS = {name: password for name, _, password in DEMO_USERS}
-
-
-def fits(page) -> None:  # type: ignore[no-untyped-def]
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 1, f"{page.url} is {overflow}px wider than the screen"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -21,14 +21,18 @@ IN_VIEW = """(selector) => { const el = document.querySelector(selector); if (!e
   const r = el.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight && r.height > 0; }"""
 
 
-@pytest.mark.parametrize(("width", "height"), WIDTHS, ids=[str(w) for w, _ in WIDTHS])
-def test_the_answered_question_and_the_save_state_stay_in_view(page, clinician, width, height):
-    study = make_study([clinician], n=1)
-    assignment = first_assignment(study, clinician)
+def _open_a_rating(page, clinician, width: int, height: int) -> None:  # type: ignore[no-untyped-def]
+    """Open the form of a one-conversation study at this screen size, as the rater."""
+    assignment = first_assignment(make_study([clinician], n=1), clinician)
     page.set_viewport_size({"width": width, "height": height})
     log_in(page, clinician.username, PASSWORD)
     page.goto(f"/ratings/{assignment.pk}/")
     page.wait_for_selector("#rating-form", state="attached")
+
+
+@pytest.mark.parametrize(("width", "height"), WIDTHS, ids=[str(w) for w, _ in WIDTHS])
+def test_the_answered_question_and_the_save_state_stay_in_view(page, clinician, width, height):
+    _open_a_rating(page, clinician, width, height)
     switch = page.locator(".pane-switch")
     if width <= 1000:
         assert switch.is_visible(), f"no pane switch at {width}px"
@@ -53,12 +57,7 @@ def test_the_answered_question_and_the_save_state_stay_in_view(page, clinician, 
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (768, 1024)], ids=["390", "768"])
 def test_a_link_to_a_missing_question_lands_below_the_sticky_bar(page, clinician, width, height):
-    study = make_study([clinician], n=1)
-    assignment = first_assignment(study, clinician)
-    page.set_viewport_size({"width": width, "height": height})
-    log_in(page, clinician.username, PASSWORD)
-    page.goto(f"/ratings/{assignment.pk}/")
-    page.wait_for_selector("#rating-form", state="attached")
+    _open_a_rating(page, clinician, width, height)
     page.click(".pane-switch button[data-view=questions]")
     page.click("#submit-rating")
     page.wait_for_selector("#submit-problems a[href^='#item-']")

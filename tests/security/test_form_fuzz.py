@@ -10,11 +10,11 @@ from html.parser import HTMLParser
 
 import pytest
 from django.apps import apps
-from django.urls import get_resolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import client_for
+from tests.support.urlconf import raw_patterns
 
 pytestmark = pytest.mark.django_db
 
@@ -47,16 +47,8 @@ class _Forms(HTMLParser):
 
 
 def _pages() -> list[str]:
-    def walk(patterns, prefix=""):  # type: ignore[no-untyped-def]
-        for p in patterns:
-            text = str(p.pattern)
-            if hasattr(p, "url_patterns"):
-                yield from walk(p.url_patterns, prefix + text)
-            else:
-                yield prefix + text
-
     pages = set()
-    for raw in walk(get_resolver().url_patterns):
+    for raw in raw_patterns():
         path = "/" + raw.replace("^", "").replace("$", "")
         if PARAMETER.search(path) or "\\" in path or path.startswith("/api/") or path.startswith(SKIPPED):
             continue

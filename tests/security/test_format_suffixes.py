@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import get_resolver
 from rest_framework.test import APIClient
 
 from tests.conftest import client_for
+from tests.support.urlconf import raw_patterns
 
 pytestmark = pytest.mark.django_db
 
@@ -20,16 +20,8 @@ GROUP = re.compile(r"\(\?P<[^>]+>[^)]*\)|<(?:int:)?[^>]+>")
 
 def _api_paths() -> list[str]:
     """Return a sample path of every API route (each parameter filled with 1), from the URL conf."""
-    def walk(patterns, prefix=""):  # type: ignore[no-untyped-def]
-        for p in patterns:
-            text = str(p.pattern)
-            if hasattr(p, "url_patterns"):
-                yield from walk(p.url_patterns, prefix + text)
-            else:
-                yield prefix + text
-
     paths = set()
-    for raw in walk(get_resolver().url_patterns):
+    for raw in raw_patterns():
         path = GROUP.sub("1", raw.replace("^", "").replace("$", "")).replace("\\.", ".").replace("/?", "/")
         if path.startswith("api/v1/") and "format" not in raw:
             paths.add("/" + path)
