@@ -416,6 +416,53 @@ class ConsensusLabel(models.Model):
         return f"{self.conversation_id}/{self.item_key}: {self.label or self.provenance}"
 
 
+class ConsensusJobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    COMPUTING = "computing", "Computing"
+    READY = "ready", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ConsensusJob(models.Model):
+    """One computation of a study's consensus by a worker, with its progress and its result.
+
+    At most one job per study waits or runs at a time; the latest finished job is the page's
+    "last computed" marker, and ``input_version`` (a fingerprint of the submitted ratings, the
+    assignments and the consensus rules when it started) tells whether the stored labels are
+    still up to date.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="consensus_jobs")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=12, choices=ConsensusJobStatus.choices, default=ConsensusJobStatus.QUEUED)
+    progress = models.FloatField(default=0.0)
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    written = models.PositiveIntegerField(default=0)
+    input_version = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    taken_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study"], condition=models.Q(status__in=["queued", "computing"]), name="consensus_job_one_active"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"consensus of study {self.study_id}: {self.status}"
+
+
 class SamplingMethod(models.TextChoices):
     SIMPLE_RANDOM = "simple_random", "Simple random sample"
     STRATIFIED = "stratified", "Stratified by chatbot and persona"

@@ -1,4 +1,4 @@
-"""Celery adapters and periodic work of the annotation app: the studies' scheduled reminders.
+"""Celery adapters and periodic work of the annotation app: consensus jobs and the studies' scheduled reminders.
 
 Celery beat is not assumed to run (``make run`` starts one worker on a filesystem broker), so
 periodic work is done the way the judging app recovers stalled results: every worker, once it
@@ -17,7 +17,14 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
+from annotation.consensus.jobs import (
+    consensus_job_run,
+    consensus_jobs_recover_lost,
+    consensus_jobs_redispatch,
+    consensus_jobs_unclaimed,
+)
 from annotation.reminders.services import reminders_send_due
+from core import recovery
 
 logger = logging.getLogger("annotation.tasks")
 
@@ -26,6 +33,29 @@ logger = logging.getLogger("annotation.tasks")
 def reminders_send_due_task() -> int:
     """Send the reminders every study's schedule makes due; return how many were sent."""
     return reminders_send_due()
+
+
+@shared_task(
+    name="annotation.tasks.consensus_compute_task",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=20 * 60,
+    time_limit=21 * 60,
+)
+def consensus_compute_task(job_id: int) -> str:
+    """Compute one study's consensus (a ``ConsensusJob`` row); return its status."""
+    return consensus_job_run(job_id=job_id)
+
+
+# The sweeper (core.recovery) sends again the consensus jobs whose message or worker was lost.
+recovery.register(
+    recovery.Recoverer(
+        name="consensus jobs",
+        lost=consensus_jobs_recover_lost,
+        unclaimed=consensus_jobs_unclaimed,
+        redispatch=consensus_jobs_redispatch,
+    )
+)
 
 
 def send_due_reminders() -> int:

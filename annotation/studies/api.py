@@ -21,7 +21,8 @@ from rest_framework.routers import SimpleRouter
 from rest_framework.views import APIView
 
 from annotation.consensus import selectors as consensus_reads
-from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
+from annotation.consensus.jobs import consensus_marker, consensus_request, job_state
+from annotation.consensus.services import consensus_adjudicate
 from annotation.models import MemberRole, Study, StudyMembership
 from annotation.studies import progress as progress_reads
 from annotation.studies import selectors as reads
@@ -32,6 +33,7 @@ from annotation.studies.serializers import (
     AssignRequestSerializer,
     ConsensusCountsSerializer,
     ConsensusLabelSerializer,
+    ConsensusStateSerializer,
     DesignSerializer,
     EvidenceSettingSerializer,
     MovedSerializer,
@@ -61,7 +63,7 @@ from annotation.studies.services import (
 from core.roles import Role, has_any_role
 from corpus.conversations.selectors import conversation_ids_for_selection
 
-READ_ACTIONS = {"list", "retrieve", "assignments", "progress", "consensus"}
+READ_ACTIONS = {"list", "retrieve", "assignments", "progress", "consensus", "consensus_job"}
 USER_ID = OpenApiParameter("user_id", int, OpenApiParameter.PATH, description="id of the rater")
 CONSENSUS_ID = OpenApiParameter("consensus_id", int, OpenApiParameter.PATH, description="id of the consensus label")
 
@@ -239,13 +241,33 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         progress = progress_reads.study_progress(self.get_object())
         return Response(ProgressSerializer(progress).data)
 
-    @extend_schema(request=None, responses={200: ConsensusCountsSerializer})
+    @extend_schema(request=None, responses={200: ConsensusCountsSerializer, 202: ConsensusCountsSerializer})
     @action(detail=True, methods=["post"], url_path="consensus/compute")
     def consensus_compute(self, request: Request, pk: str) -> Response:
-        """Recompute the consensus from submitted ratings (adjudicated labels are kept)."""
+        """Queue the consensus for a background worker (adjudicated labels are kept).
+
+        202 with the job while it is queued or computing (poll ``consensus/job/``); 200 with
+        the counts when it is already done (Celery in place). Asking again while a job waits or
+        runs returns that job.
+        """
         study = self.get_object()
-        counts = study_compute_consensus(study=study, actor=request.user)
-        return Response({"counts": counts, "summary": consensus_reads.consensus_summary(study).as_dict()})
+        job = consensus_request(study=study, actor=request.user)
+        state = job_state(job)
+        if job.status != "ready":
+            return Response({"counts": {}, "job": state}, status=202)
+        return Response({"counts": job.counts, "job": state, "summary": consensus_reads.consensus_summary(study).as_dict()})
+
+    @extend_schema(responses={200: ConsensusStateSerializer})
+    @action(detail=True, methods=["get"], url_path="consensus/job")
+    def consensus_job(self, request: Request, pk: str) -> Response:
+        """The consensus job's progress, and whether the stored labels are up to date."""
+        marker = consensus_marker(self.get_object())
+        job = marker["active"] or marker["failed"]
+        return Response({
+            "job": job_state(job) if job is not None else None,
+            "computed_at": marker["computed_at"].isoformat() if marker["computed_at"] else None,
+            "computed_by": marker["by"], "up_to_date": marker["up_to_date"],
+        })
 
     @extend_schema(
         parameters=[OpenApiParameter("queue", bool, description="only the adjudication queue, most disputed first")],

@@ -287,8 +287,34 @@ class ProgressSerializer(serializers.Serializer):
     conversations = ConversationProgressSerializer(many=True)
 
 
+class ConsensusJobSerializer(serializers.Serializer):
+    job = serializers.IntegerField(help_text="the job's id")
+    pending = serializers.BooleanField(help_text="true while queued or computing")
+    status = serializers.ChoiceField(choices=["queued", "computing", "ready", "failed"])
+    progress = serializers.FloatField(help_text="0 to 1")
+    stage = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(allow_blank=True)
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="labels per provenance, once ready")
+    written = serializers.IntegerField(help_text="labels created, changed or removed, once ready")
+    queued_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    seconds = serializers.FloatField(allow_null=True)
+
+
 class ConsensusCountsSerializer(serializers.Serializer):
-    counts = serializers.DictField(child=serializers.IntegerField(), help_text="labels per provenance")
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="labels per provenance (empty while the job is pending)"
+    )
+    job = ConsensusJobSerializer(help_text="the background job computing it (202 while pending)")
+
+
+class ConsensusStateSerializer(serializers.Serializer):
+    job = ConsensusJobSerializer(allow_null=True, help_text="the job waiting or running, or the latest if it failed")
+    computed_at = serializers.DateTimeField(allow_null=True, help_text="when the stored labels were last computed")
+    computed_by = serializers.CharField(allow_blank=True)
+    up_to_date = serializers.BooleanField(
+        allow_null=True, help_text="false once ratings, assignments or rules changed since; null when unknown"
+    )
 
 
 class ConsensusLabelSerializer(serializers.ModelSerializer):

@@ -25,6 +25,7 @@ urlpatterns = [
     path("studies/<int:pk>/progress/<str:table>.csv", views.study_progress_csv, name="study-progress-csv"),
     path("studies/<int:pk>/consensus/", views.study_consensus, name="study-consensus"),
     path("studies/<int:pk>/consensus/compute/", views.study_consensus_compute, name="study-consensus-compute"),
+    path("studies/<int:pk>/consensus/job/", views.study_consensus_job, name="study-consensus-job"),
     path("studies/<int:pk>/consensus.csv", views.study_consensus_csv, name="study-consensus-csv"),
     path("studies/<int:pk>/adjudication/", views.study_adjudication, name="study-adjudication"),
     path(

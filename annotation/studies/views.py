@@ -10,14 +10,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
-from annotation.consensus.services import consensus_adjudicate, study_compute_consensus
+from annotation.consensus.jobs import consensus_marker, consensus_request, job_state
+from annotation.consensus.services import consensus_adjudicate
 from annotation.errors import AnnotationError
 from annotation.models import AssignmentStatus, MemberRole
 from annotation.reminders.selectors import reminder_log
@@ -403,17 +404,34 @@ def study_consensus(request: HttpRequest, pk: int) -> HttpResponse:
         "summary": summary,
         "n_queue": summary.queue,
         "withheld": withheld_note(n) if (n := len(locked_conversation_ids(study_id=study.pk))) else "",
+        "marker": consensus_marker(study),
     }
     return render(request, "annotation/coordinator/study_consensus.html", context)
 
 
 @require_POST
 def study_consensus_compute(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue the consensus for a worker (never computed in the request); the page shows its progress."""
     study = reads.study_get_for_coordinator(request.user, pk=pk)
-    counts = study_compute_consensus(study=study, actor=request.user)
-    summary = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in sorted(counts.items())) or "no submitted ratings yet"
-    messages.success(request, f"Consensus computed: {summary}.")
+    job = consensus_request(study=study, actor=request.user)
+    if job.status == "ready":
+        counts = job.counts
+        summary = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in sorted(counts.items())) or "no submitted ratings yet"
+        messages.success(request, f"Consensus computed: {summary}; {job.written} label{'s' if job.written != 1 else ''} changed.")
+    elif job.status == "failed":
+        messages.error(request, f"The consensus could not be computed: {job.error}")
+    else:
+        messages.info(request, "A background worker is computing the consensus; this page shows its progress and reloads when it is done.")
     return redirect("annotation:study-consensus", pk=pk)
+
+
+@require_GET
+def study_consensus_job(request: HttpRequest, pk: int) -> JsonResponse:
+    """The state of the study's consensus job, for the page's progress poll (JSON)."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    marker = consensus_marker(study)
+    job = marker["active"] or marker["failed"]
+    return JsonResponse(job_state(job) if job is not None else {"pending": False})
 
 
 @require_GET

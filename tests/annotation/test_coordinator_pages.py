@@ -38,6 +38,7 @@ STUDY_PAGES = [
     "annotation:study-detail",
     "annotation:study-progress",
     "annotation:study-consensus",
+    "annotation:study-consensus-job",
     "annotation:study-consensus-csv",
     "annotation:study-adjudication",
     "annotation:study-import-ratings",
@@ -430,7 +431,8 @@ def test_computing_consensus_through_the_page_shows_the_provenance_table(coordin
     client = client_for(coordinator)
     response = client.post(reverse("annotation:study-consensus-compute", args=[disputed.pk]), follow=True)
     body = response.content.decode()
-    assert "Consensus computed: 2 unanimous, 2 unresolved." in body
+    assert "Consensus computed: 2 unanimous, 2 unresolved; 4 labels changed." in body
+    assert "Up to date" in body and "Last computed" in body
     assert body.count("prov prov-unresolved") >= 2 and "Adjudication queue (2)" in body
     export = client.get(reverse("annotation:study-consensus-csv", args=[disputed.pk]))
     rows = list(csv.DictReader(io.StringIO(export.content.decode())))
