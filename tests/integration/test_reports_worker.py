@@ -65,3 +65,30 @@ def test_a_look_at_the_test_set_is_counted_at_once_and_computed_by_the_worker(ce
     page = client.get(f"/reports/studies/{dev.study.pk}/development/looks/{look.pk}/")
     assert page.status_code == 200 and "The verdict on the test set" in page.content.decode()
     assert HoldoutLook.objects.count() == 1
+
+
+def test_the_consensus_is_computed_by_the_worker_while_the_page_shows_its_progress(celery_worker_process):
+    """Issue 28, defect 5: the request only queues; a real worker computes; the page then says it is up to date."""
+    from annotation.models import ConsensusJob, ConsensusLabel
+
+    audit = build_report_study(n_conversations=30, prefix="cw")
+    ConsensusLabel.objects.filter(study=audit.study).delete()  # the builder computed it in place
+    client = client_for(audit.coordinator)
+    queued = client.post(f"/studies/{audit.study.pk}/consensus/compute/", follow=True)
+    body = queued.content.decode()
+    job = ConsensusJob.objects.get(study=audit.study)
+    states = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        state = client.get(f"/studies/{audit.study.pk}/consensus/job/").json()
+        states.append(state)
+        if not state["pending"] or state.get("status") == "failed":
+            break
+        time.sleep(0.2)
+    job.refresh_from_db()
+    assert job.status == "ready", (states[-1], job.error)
+    assert job.lease_owner == "" and job.attempts == 1 and job.written == ConsensusLabel.objects.filter(study=audit.study).count() > 0
+    # The page either showed the progress (the worker had not finished) or the computed labels already.
+    assert 'id="report-pending"' in body or "Consensus computed" in body or "Last computed" in body
+    page = client.get(f"/studies/{audit.study.pk}/consensus/").content.decode()
+    assert "Last computed" in page and "Up to date" in page and 'id="report-pending"' not in page
