@@ -241,6 +241,7 @@ def _group(
         verdict = group_verdict(machine=machine, people=people, reference=reference, order=order, epsilon=epsilon)
         figures = verdict["figures"]
         group["alt_test"] = verdict["alt_test"]
+        group["baseline"] = verdict["baseline"]
         group["headline"] = headline(verdict["alt_test"])
         group["human_range"] = figures["human_range"]
         group["leave_one_out"] = figures["leave_one_out"]

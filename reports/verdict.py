@@ -24,6 +24,7 @@ from stats.alt_test import (
     MIN_RATERS_PER_INSTANCE,
     PASS_WINNING_RATE,
     alt_test_long,
+    constant_judge_baseline,
 )
 from stats.judge_figures import MIN_SHARED_CONVERSATIONS, judge_human_figures
 
@@ -79,15 +80,21 @@ def group_verdict(
     reference = {k: spelling[v.casefold()] for k, v in reference.items() if v.casefold() in spelling}
     names = list(dict.fromkeys(r[1] for r in machine))
     names = [n for n in names if n != "ensemble"] + (["ensemble"] if "ensemble" in names else [])
+    # The same test on a constant judge (each item's most frequent human label): where it would
+    # pass, the verdict cannot tell a constant judge from a good one (stats.alt_test.baseline).
+    baseline = constant_judge_baseline(people, epsilon=epsilon)
     verdicts = {}
     for name in names:
         rows = [(u, i, label) for u, j, i, label in machine if j == name]
         verdicts[name] = alt_test_long(people, rows, judge=name, epsilon=epsilon).as_dict()
+        verdicts[name]["constant_judge_passes"] = baseline["pooled"]["passed"] is True
+        for item, test in verdicts[name]["items"].items():
+            test["constant_judge_passes"] = (baseline["items"].get(item) or {}).get("passed") is True
     figures = judge_human_figures(
         people, machine, reference, labels=order, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
         confidence=CONFIDENCE,
     ).as_dict()
-    return {"alt_test": verdicts, "figures": figures}
+    return {"alt_test": verdicts, "figures": figures, "baseline": baseline}
 
 
 def headline(verdicts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -107,5 +114,9 @@ def headline(verdicts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             "n_items": len(test["items"]),
             "n_instances": test["n_instances"],
             "notes": test["notes"],
+            "constant_judge_passes": test.get("constant_judge_passes", False),
+            "items_passed_also_by_constant": sum(
+                1 for t in test["items"].values() if t.get("passed") and t.get("constant_judge_passes")
+            ),
         })
     return out

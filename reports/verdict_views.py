@@ -67,16 +67,21 @@ def _ci(ci: dict[str, Any] | None) -> list[Any]:
 
 def _alt_test_rows(data: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     header = ["label_set", "judge", "scope", "verdict", "passed", "epsilon", "q", "winning_rate", "advantage_probability",
-              "n_instances", "n_raters_tested", "n_raters_won", "raters_excluded"]
+              "n_instances", "n_raters_tested", "n_raters_won", "raters_excluded", "majority_label", "majority_share",
+              "constant_judge_verdict", "constant_judge_winning_rate", "constant_judge_passes"]
     rows = []
     for group in data.get("groups", []):
         labels = " / ".join(group["labels"])
+        baseline = group.get("baseline") or {}
         for judge, test in (group.get("alt_test") or {}).items():
             for scope, t in [("pooled", test), *test["items"].items()]:
+                b = (baseline.get("pooled") if scope == "pooled" else (baseline.get("items") or {}).get(scope)) or {}
                 rows.append([labels, judge, scope, t["verdict"], t["passed"], t["epsilon"], t["q"], t["winning_rate"],
                              t["advantage_probability"], t["n_instances"], len(t["per_rater"]),
                              sum(1 for r in t["per_rater"] if r["judge_wins"]),
-                             "; ".join(f"{e['rater']} ({e['reason']})" for e in t["excluded_raters"])])
+                             "; ".join(f"{e['rater']} ({e['reason']})" for e in t["excluded_raters"]),
+                             b.get("label", "(each item's)" if b else None), b.get("majority_share"), b.get("verdict"),
+                             b.get("winning_rate"), b.get("passed") is True if b else None])
     return header, rows
 
 

@@ -78,6 +78,30 @@ def _outcomes(groups: list[dict[str, Any]]) -> str:
     return " ".join(parts)
 
 
+def _baseline(groups: list[dict[str, Any]]) -> str:
+    """Say where a constant judge (each item's most frequent label) would pass the same test."""
+    parts = []
+    for group in groups:
+        baseline = group.get("baseline")
+        if not baseline or not group.get("alt_test"):
+            continue
+        pooled = (baseline.get("pooled") or {}).get("passed")
+        items = baseline.get("items") or {}
+        decided = [k for k, b in items.items() if b.get("passed") is not None]
+        passing = [k for k in decided if items[k].get("passed")]
+        label_set = f" on the label set {quoted(group.get('labels', []))}" if len(groups) > 1 else ""
+        pooled_words = ("would pass pooled" if pooled else "would not pass pooled" if pooled is False
+                        else "could not be decided pooled")
+        item_words = (f"and would pass on {number(len(passing))} of the {count(len(decided), 'decided item')} "
+                      f"({', '.join(passing)})" if passing else f"and would pass on none of the {count(len(decided), 'decided item')}")
+        parts.append(
+            f"As a check{label_set}, the same test run on {baseline.get('method', 'a constant judge')} {pooled_words} {item_words}"
+            + ("; where it would pass, the test cannot tell a constant judge from a good one, and a judge's pass there "
+               "is reported as such." if pooled or passing else ".")
+        )
+    return " ".join(parts)
+
+
 @writes("judges")
 def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     """Write what the judges-vs-humans report computed: who, on what, the verdict's procedure and outcome."""
@@ -141,6 +165,9 @@ def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         outcome = _outcomes(groups)
         if outcome:
             sentences.append(outcome)
+        check = _baseline(groups)
+        if check:
+            sentences.append(check)
     return Methods(
         TITLE, prose(in_words_of(payload, sentences)),
         references=("cohen1960", "davison1997", "efron1993", "calderon2025", "benjamini2001", "pedregosa2011",

@@ -37,6 +37,7 @@ pooled over items or per item. Pooled instances of one conversation are not inde
 the paper's t-test assumes; the per-item tests do not have that issue.
 """
 
+from .baseline import CANNOT_TELL, CONSTANT_JUDGE, constant_judge_baseline
 from .long import AltTestReport, alt_test_long
 from .procedure import (
     DEFAULT_Q,
@@ -57,6 +58,8 @@ from .procedure import (
 )
 
 __all__ = [
+    "CANNOT_TELL",
+    "CONSTANT_JUDGE",
     "DEFAULT_Q",
     "EPSILON_ADVICE",
     "EPSILON_GUIDANCE",
@@ -74,4 +77,5 @@ __all__ = [
     "alt_test",
     "alt_test_long",
     "benjamini_yekutieli",
+    "constant_judge_baseline",
 ]

@@ -97,7 +97,9 @@ def test_the_command_line_gives_the_same_alt_test_as_the_page_and_api(known, tmp
     for name in ("always-yes", "coin-flip", "majority"):
         for key in ("winning_rate", "advantage_probability", "passed", "verdict", "n_instances", "per_rater", "excluded_raters"):
             assert cli[name][key] == api[name][key], (name, key)
-        assert cli[name]["items"] == api[name]["items"]
+        # The page adds the constant-judge check beside each item's test (reports.verdict); the test itself is the same.
+        page_items = {k: {f: v for f, v in t.items() if f != "constant_judge_passes"} for k, t in api[name]["items"].items()}
+        assert cli[name]["items"] == page_items
 
 
 def test_every_new_table_downloads_as_csv(known):
@@ -161,3 +163,37 @@ def test_the_study_api_reads_and_sets_epsilon_for_its_coordinator_only(known, cl
                                      content_type="application/json").status_code in (403, 404)
     study.refresh_from_db()
     assert study.alt_test_epsilon == 0.15
+
+
+def test_where_a_constant_judge_would_pass_the_page_csv_and_methods_say_the_test_cannot_tell(db):
+    """Issue 31, defect 3: with 'yes' on about 92% of the items, an always-yes judge passes the alt-test;
+    the procedure is right, so the page warns beside the verdict instead of reading it as a good judge."""
+    skewed = build_verdict_study(prefix="sk", p_yes=0.92, n_conversations=60)
+    client = client_for(skewed.coordinator)
+    group = _api(client, skewed.study, skewed.run)["groups"][0]
+    baseline = group["baseline"]
+    passing = [k for k, b in baseline["items"].items() if b["passed"]]
+    assert passing, baseline["items"]
+    assert all(baseline["items"][k]["label"] == "yes" and baseline["items"][k]["majority_share"] > 0.75 for k in passing)
+    always = group["alt_test"]["always-yes"]
+    assert any(always["items"][k]["passed"] and always["items"][k]["constant_judge_passes"] for k in passing)
+    page = client.get(f"/reports/studies/{skewed.study.pk}/judges/?run={skewed.run.pk}").content.decode()
+    assert "the test cannot tell a constant judge from a good one here" in page
+    assert 'class="cannot-tell"' in page and "would pass</strong>" in page
+    methods = _api(client, skewed.study, skewed.run)["methods"]["text"]
+    assert "the same test run on a constant judge that answers every instance of an item" in methods
+    assert "the test cannot tell a constant judge from a good one" in methods
+    export = client.get(f"/reports/studies/{skewed.study.pk}/judges/alt-test.csv?run={skewed.run.pk}")
+    rows = list(csv.DictReader(io.StringIO(export.content.decode())))
+    flagged = [r for r in rows if r["judge"] == "always-yes" and r["scope"] in passing]
+    assert flagged and all(r["constant_judge_passes"] == "True" and r["majority_label"] == "yes" for r in flagged)
+
+
+def test_where_labels_are_balanced_the_constant_judge_check_says_a_pass_means_more(known):
+    client = client_for(known.coordinator)
+    group = _api(client, known.study, known.run)["groups"][0]
+    assert group["baseline"]["pooled"]["passed"] is False
+    assert not any(t["constant_judge_passes"] for t in group["alt_test"]["majority"]["items"].values())
+    page = client.get(f"/reports/studies/{known.study.pk}/judges/?run={known.run.pk}").content.decode()
+    assert "so a pass here is more than the labels' base rate" in page
+    assert "the test cannot tell a constant judge from a good one here" not in page

@@ -38,7 +38,7 @@ class VerdictStudy:
 
 
 def build_verdict_study(*, n_conversations: int = 40, late_rater: bool = False, seed: int = 3, prefix: str = "vs",
-                        judges: tuple[str, ...] = JUDGES) -> VerdictStudy:
+                        judges: tuple[str, ...] = JUDGES, p_yes: float = 0.55) -> VerdictStudy:
     """Create the study, its ratings, consensus and judge run; return them with the raw labels."""
     rng = np.random.default_rng(seed)
     coordinator = _users(f"{prefix}coord", 1, Role.COORDINATOR)[0]
@@ -54,7 +54,7 @@ def build_verdict_study(*, n_conversations: int = 40, late_rater: bool = False, 
         name="Judges of known quality", instrument=amhart, section=section, conversation_ids=[c.pk for c in conversations],
         created_by=coordinator, coordinators=[coordinator], raters=[(r, "clinician") for r in raters], raters_per_conversation=3,
     )
-    truth = {(c.code, key): ("yes" if rng.random() < 0.55 else "no") for c in conversations for key in keys}
+    truth = {(c.code, key): ("yes" if rng.random() < p_yes else "no") for c in conversations for key in keys}
     now = timezone.now()
     ratings: list[tuple[str, str, str, str]] = []
 
