@@ -5,7 +5,8 @@ of each judge votes (further instances measure self-consistency, they are not ex
 A judge that failed, or whose label is missing, still counts as a voter without a vote, so a
 failure can cost the majority but never creates one. N/A is a label of its own. No label with a
 strict majority is stored as such (blank label, provenance "no_majority" or "tie"): never
-guessed. The rule text is stored on every ensemble row.
+guessed. The rule text is stored on every ensemble row. A run of one judge has that judge's
+labels as its run labels (provenance "single_judge"): one judge is a run, and is scored as one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from django.db import transaction
 
 from judging.models import EnsembleLabel, JudgeLabel, JudgeMode, JudgeRun, LabelKind, LabelStatus
 from stats import majority_vote
+
+# The provenance of a single-judge run's labels: that judge's label, no vote.
+SINGLE_JUDGE = "single_judge"
 
 
 def provider_warnings(members: Sequence[Mapping[str, str]]) -> list[str]:
@@ -41,7 +45,8 @@ def provider_warnings(members: Sequence[Mapping[str, str]]) -> list[str]:
 def ensemble_rule(n_judges: int) -> str:
     """Return the rule text stored with every ensemble label of a panel of ``n_judges``."""
     if n_judges < 2:
-        return "Single judge: no ensemble."
+        return ("Single judge: the run's labels are that judge's labels (instance 0), no vote; a failed or "
+                "missing label stays missing.")
     need = n_judges // 2 + 1
     return (
         f"Majority of {n_judges} judges: a label needs at least {need} votes. N/A is a category "
@@ -63,9 +68,12 @@ def ensemble_compute(*, run: JudgeRun, item_order: Sequence[str]) -> int:
     """
     EnsembleLabel.objects.filter(run=run).delete()
     panel = [(int(judge_id), snap["name"]) for judge_id, snap in sorted(run.config.get("judges", {}).items(), key=lambda kv: kv[1]["position"])]
-    if len(panel) < 2:
+    if not panel:
         return 0
-    rule = run.ensemble_rule or ensemble_rule(len(panel))
+    # One judge is a run: its labels are the run's labels (provenance "single_judge"), so that
+    # scorecards, the leaderboard and the bundle score it like a panel's majority.
+    single = len(panel) == 1
+    rule = ensemble_rule(1) if single else (run.ensemble_rule or ensemble_rule(len(panel)))
     kind = ensemble_kind(run.mode)
     given: dict[tuple[int, str], dict[int, str | None]] = defaultdict(dict)
     rows = JudgeLabel.objects.filter(result__run=run, result__instance=0, kind=kind).values_list(
@@ -82,6 +90,9 @@ def ensemble_compute(*, run: JudgeRun, item_order: Sequence[str]) -> int:
             votes_by_judge = given.get((conversation_id, item_key), {})
             votes = [spelling(item_key, votes_by_judge.get(judge_id)) for judge_id, _ in panel]
             result = majority_vote(votes, na_labels=())
+            provenance = result.provenance
+            if single:
+                provenance = SINGLE_JUDGE if result.label else "no_ratings"
             created.append(
                 EnsembleLabel(
                     run=run,
@@ -89,7 +100,7 @@ def ensemble_compute(*, run: JudgeRun, item_order: Sequence[str]) -> int:
                     item_key=item_key,
                     position=position[item_key],
                     label=result.label or "",
-                    provenance=result.provenance,
+                    provenance=provenance,
                     votes={name: votes_by_judge.get(judge_id) for judge_id, name in panel},
                     rule=rule,
                 )

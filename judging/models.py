@@ -318,7 +318,7 @@ class EnsembleLabel(models.Model):
     item_key = models.CharField(max_length=200)
     position = models.PositiveIntegerField(default=0)
     label = models.CharField(max_length=200, blank=True, help_text="Blank: no majority")
-    # stats provenance: unanimous, majority, tie, no_majority, no_ratings.
+    # stats provenance: unanimous, majority, tie, no_majority, no_ratings; single_judge (a run of one judge).
     provenance = models.CharField(max_length=20)
     votes = models.JSONField(default=dict, blank=True)  # {judge name: label or null}
     rule = models.TextField()

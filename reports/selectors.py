@@ -288,6 +288,7 @@ def judge_rows_for_study(
     """
     from judging.ensemble import ensemble_kind
     from judging.models import EnsembleLabel, JudgeLabel
+    from judging.sources import run_panel
 
     run = judge_runs_for_study(study).filter(pk=run_id).first()
     if run is None:
@@ -303,7 +304,9 @@ def judge_rows_for_study(
             result__run=run, result__instance=0, kind=kind, result__conversation_id__in=conversation_ids
         ).values_list("result__conversation__code", "result__judge__name", "item_key", "label")
     ]
-    ensemble = [
+    # A run of one judge has its judge's labels as run labels: they are that judge, not a second one.
+    single = len(run_panel(run)) < 2
+    ensemble = [] if single else [
         (code, "ensemble", item, label or None)
         for code, item, label in EnsembleLabel.objects.filter(run=run, conversation_id__in=conversation_ids).values_list(
             "conversation__code", "item_key", "label"

@@ -37,4 +37,5 @@ def ensemble_facts(run: Any) -> dict[str, Any]:
     from judging.ensemble import ensemble_rule
 
     n_judges = len((run.config or {}).get("judges") or {})
-    return {"run": run.pk, "n_judges": n_judges, "rule": run.ensemble_rule or ensemble_rule(n_judges)}
+    rule = ensemble_rule(1) if n_judges == 1 else (run.ensemble_rule or ensemble_rule(n_judges))
+    return {"run": run.pk, "n_judges": n_judges, "rule": rule}

@@ -52,6 +52,8 @@ def ensemble_sentence(ensemble: dict[str, Any]) -> str:
     n = ensemble.get("n_judges")
     if not n:
         return ""
+    if n == 1:
+        return "The run has a single judge: its labels are that judge's labels, with no vote (a failed or missing label stays missing)."
     rule = str(ensemble.get("rule") or "").strip().rstrip(".")
     return f"The ensemble label is the majority vote of the run's {count(n, 'judge')}" + (f" (the run's rule: “{rule}”)." if rule else ".")
 
@@ -70,7 +72,7 @@ def _outcomes(groups: list[dict[str, Any]]) -> str:
         excluded = {e["rater"] for t in tests.values() for e in t.get("excluded_raters", [])}
         label_set = f" on the label set {quoted(group.get('labels', []))}" if len(groups) > 1 else ""
         parts.append(
-            f"Pooled{label_set}, of the {count(len(tests), 'judge')} tested (ensemble included), {listing(words)}"
+            f"Pooled{label_set}, of the {count(len(tests), 'judge')} tested{' (ensemble included)' if 'ensemble' in tests else ''}, {listing(words)}"
             + (f"; {count(len(excluded), 'rater')} had fewer instances than the minimum and {'was' if len(excluded) == 1 else 'were'} "
                "left out of the test" if excluded else "")
             + "."

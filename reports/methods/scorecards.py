@@ -133,7 +133,8 @@ def run_scorecard(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     title = "Scorecard (LLM judges)"
     if payload.get("empty") and not (payload.get("labels") or {}).get("present"):
         return Methods(title, f"No scorecard was computed: judge run #{run} has no ensemble label yet.")
-    sentences, refs = _body(payload, f"the ensemble labels of judge run #{run}")
+    whose = "the labels of the single judge" if ensemble.get("n_judges") == 1 else "the ensemble labels"
+    sentences, refs = _body(payload, f"{whose} of judge run #{run}")
     rule = ensemble_sentence(ensemble)
     if rule:
         sentences.insert(1, rule)

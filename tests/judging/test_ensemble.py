@@ -85,3 +85,16 @@ def test_one_judge_per_provider_gives_no_warning() -> None:
     members = [{"name": "a", "provider": "openai"}, {"name": "b", "provider": "Anthropic"}, {"name": "c", "provider": "google"}]
     assert provider_warnings(members) == []
     assert provider_warnings([{"name": "a", "provider": "openai"}]) == []
+
+
+def test_a_single_judge_run_has_its_judges_labels_as_run_labels(fake, amhart, conversations, make_judge, run_now):
+    """Issue 31, defect 4: one judge is a run: its labels are the run's labels, with their own provenance."""
+    judge = make_judge("gpt", amhart)
+    fake.script("gpt", [checklist_reply({"amhart_02": "no", "amhart_13": "N/A"})])
+    run = run_now([judge], conversations[:1])
+    votes = _votes(run, conversations[0])
+    assert len(votes) == 14
+    assert (votes["amhart_01"].label, votes["amhart_01"].provenance) == ("yes", "single_judge")
+    assert (votes["amhart_02"].label, votes["amhart_02"].provenance) == ("no", "single_judge")
+    assert (votes["amhart_13"].label, votes["amhart_13"].provenance) == ("N/A", "single_judge")
+    assert votes["amhart_01"].votes == {"gpt": "yes"} and votes["amhart_01"].rule.startswith("Single judge: the run's labels")

@@ -94,3 +94,34 @@ def test_the_command_reports_the_run(vera_study, tmp_path):
     assert "18 label(s) from 3 judge(s)" in out.getvalue() and "judge run" in out.getvalue()
     with pytest.raises(CommandError, match="no instrument"):
         call_command("import_judge_labels", str(path), "--instrument", "nope")
+
+
+def one_judge() -> str:
+    rows = []
+    for unit, label in (("a1b2c3", BP), ("#d4e5f6", HPH), ("c7c8c9", BP)):
+        for dimension in ("Detects Potential Risk", "Confirms Risk"):
+            rows.append((unit, "solo-judge", dimension, label))
+    return labels_file(rows)
+
+
+def test_a_single_imported_judge_is_a_run_with_its_labels_scored(vera_study, coordinator):
+    """Issue 31, defect 4: one judge's labels are its run's labels (scorecard, leaderboard, bundle);
+    the methods paragraph counts what exists (no ensemble)."""
+    study = vera_study.study
+    ratings_import(study=study, text=RATINGS, file="ratings.csv", fmt="vera-mh")
+    run = judge_labels_import(text=one_judge(), file="solo.csv", instrument=study.instrument).run
+    labels = EnsembleLabel.objects.filter(run=run)
+    assert labels.filter(label=BP).count() == 4 and labels.filter(label=HPH).count() == 2
+    assert set(labels.exclude(label="").values_list("provenance", flat=True)) == {"single_judge"}
+    assert all(e.votes == {"solo-judge": e.label or None} for e in labels.exclude(label=""))
+    client = client_for(coordinator)
+    card = client.get(f"/api/v1/reports/runs/{run.pk}/scorecard/").json()
+    assert not card.get("empty"), card.get("empty")
+    assert card["labels"]["present"] == 6
+    assert "single judge" in card["methods"]["text"] and "majority vote" not in card["methods"]["text"]
+    page = client.get(f"/reports/runs/{run.pk}/scorecard/").content.decode()
+    assert "This run has no ensemble labels yet" not in page
+    judges = client.get(f"/api/v1/reports/studies/{study.pk}/judges/?run={run.pk}").json()
+    for group in judges["groups"]:
+        assert set(group.get("alt_test") or {}) <= {"solo-judge"}  # the judge once, no "ensemble" copy of it
+    assert "ensemble included" not in judges["methods"]["text"]
