@@ -149,3 +149,36 @@ class PasswordChangeRequired(models.Model):
 
     def __str__(self) -> str:
         return f"password change required: {self.user_id}"
+
+
+class OutageState(models.TextChoices):
+    OPEN = "open", "Not answering"
+    PROBING = "probing", "Being checked"
+    CLOSED = "closed", "Answering again"
+
+
+class ProviderOutage(models.Model):
+    """A circuit breaker per model endpoint (a chatbot's, a judge's): open while it does not answer.
+
+    Work that failed because the endpoint was down (server errors, refused connections,
+    timeouts past the budget) waits here instead of needing a person: the sweeper sends one
+    piece of it again as a probe once ``next_probe_at`` has passed (backing off while it keeps
+    failing); the first success closes the breaker and sends the rest again (core.outages).
+    """
+
+    key = models.CharField(max_length=120, unique=True)  # "target:12", "judge:5"
+    label = models.CharField(max_length=200)  # what pages show (a chatbot's code, a judge's name)
+    state = models.CharField(max_length=10, choices=OutageState.choices, default=OutageState.OPEN)
+    failures = models.PositiveIntegerField(default=0, help_text="Outage failures since it last answered")
+    opened_at = models.DateTimeField(null=True, blank=True)
+    next_probe_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+        indexes = [models.Index(fields=["state", "next_probe_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.state}"

@@ -246,6 +246,8 @@ class JudgeResult(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     cost_unknown_calls = models.PositiveIntegerField(default=0)
     attempts = models.PositiveIntegerField(default=0, help_text="Times a task worked on this row")
+    # Times it was sent again by itself after its judge's provider stopped answering (core.outages).
+    auto_retries = models.PositiveSmallIntegerField(default=0)
     # The claim of a running result: who holds it and until when (renewed while it works).
     # A result whose lease ran out lost its worker: it is "stalled" and another may take it.
     lease_owner = models.CharField(max_length=200, blank=True)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core.bulk import insert_rows
 from core.enqueue import enqueue_groups_on_commit
+from core.outages import OUTAGE_KINDS
 from core.recovery import recovery_seconds
 from judging.ensemble import ensemble_rule, provider_warnings
 from judging.errors import JudgingError
@@ -181,12 +182,14 @@ def judge_run_retry_failed(*, run: JudgeRun, start: bool = True) -> int:
     run = JudgeRun.objects.select_for_update().get(pk=run.pk)
     stalled = stalled_results(run.pk)
     if run.status in (RunStatus.PENDING, RunStatus.RUNNING):
-        if not stalled:
+        # Judgements waiting for their provider (core.outages) may be sent again by a person now.
+        waiting = list(run.results.filter(status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS).values_list("pk", flat=True))
+        if not stalled and not waiting:
             raise JudgingError(
                 "the run is still running and no result is stalled; retry failed results once it has finished",
                 status=409,
             )
-        ids = stalled
+        ids = stalled + waiting
     else:
         ids = stalled + list(
             run.results.filter(status__in=[ResultStatus.FAILED, ResultStatus.SKIPPED]).values_list("pk", flat=True)

@@ -17,7 +17,9 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.bulk import insert_rows
+from core.outages import OUTAGE_KINDS, retry_limit
 from core.transient import is_transient
+from judging import outages
 from judging.cache import DbCache
 from judging.calls import Caller
 from judging.ensemble import ensemble_compute
@@ -84,6 +86,11 @@ def finish_many(outcomes: list[Outcome]) -> list[bool]:
             counts = JudgeRun.objects.filter(pk=run_id).values_list("n_done", "n_failed", "n_total", "status").get()
             if counts[0] + counts[1] >= counts[2] or counts[3] == RunStatus.CANCELLED:
                 judge_run_refresh(run_id=run_id)
+        # A judge that did not answer waits for its provider (core.outages); one that answered
+        # sends its waiting judgements again.
+        outages.results_stored([
+            (o.result.judge_id, o.status, o.error_kind, o.error) for o, ok in zip(outcomes, stored, strict=True) if ok
+        ])
     return stored
 
 
@@ -200,6 +207,10 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
         done=Count("id", filter=Q(status=ResultStatus.DONE)),
         failed=Count("id", filter=Q(status=ResultStatus.FAILED)),
         open=Count("id", filter=Q(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING])),
+        # Failed because the judge's provider did not answer, with automatic retries left: the
+        # run is not finished while its breaker will send them again (core.outages).
+        waiting=Count("id", filter=Q(status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS,
+                                     auto_retries__lt=retry_limit())),
         calls=Sum("n_calls"),
         failed_calls=Sum("n_failed_calls"),
         cached=Sum("n_cached"),
@@ -215,7 +226,8 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
     run.cost_usd, run.cost_unknown_calls = agg["cost"] or Decimal("0"), agg["unknown"] or 0
     fields = ["n_total", "n_done", "n_failed", "n_calls", "n_failed_calls", "n_cached", "prompt_tokens",
               "completion_tokens", "cost_usd", "cost_unknown_calls", "updated_at"]
-    if agg["open"] == 0 and run.status not in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED):
+    waiting = agg["waiting"] if run.status != RunStatus.CANCELLED else 0
+    if agg["open"] == 0 and waiting == 0 and run.status not in (RunStatus.COMPLETED, RunStatus.PARTIAL, RunStatus.FAILED):
         view = instrument_view(run.instrument_id, run.config["instrument"]["content_hash"])
         ensemble_compute(run=run, item_order=vote_keys(view))
         if run.status != RunStatus.CANCELLED:

@@ -13,6 +13,7 @@ from typing import Any
 from celery import shared_task
 
 from core import recovery
+from judging import outage_retry  # noqa: F401  (registers the judges' outage family)
 from judging.execute import judge_result_job
 from judging.runs import (
     judge_results_recover,

@@ -21,6 +21,7 @@ from judging.guidance import guidance_rows
 from judging.judges import judge_clone_initial
 from judging.launch import RunCounts, judges_preflight, run_counts, run_retry_preflight
 from judging.models import JudgeMode, JudgeRun
+from judging.outages import run_outage
 from judging.sources import judge_previous_version_runs
 from simulation.preflight import PreflightReport
 from simulation.preflight import enabled as preflight_enabled
@@ -220,6 +221,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict:
         "can_manage": selectors.run_may_act(request.user, run),  # its buttons: cancel, retry
         "stalled": selectors.run_stalled_count(run),
         "seconds_left": selectors.run_seconds_left(run),
+        "outage": run_outage(run),
     }
 
 
@@ -239,6 +241,7 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "stalled": selectors.run_stalled_count(run),
         "can_manage": selectors.can_manage_judging(request.user),
         "seconds_left": selectors.run_seconds_left(run),
+        "outage": run_outage(run),
     }
     response = render(request, "judging/_run_progress.html", context)
     if getattr(request, "htmx", False) and run.is_finished and request.GET.get("polling"):

@@ -161,6 +161,8 @@ class SimulationRun(models.Model):
     # Calls litellm could not price (unknown model): the cost above leaves them out.
     cost_unknown_calls = models.PositiveIntegerField(default=0)
     ended_early = models.BooleanField(default=False)
+    # Times it was sent again by itself after its provider stopped answering (core.outages).
+    auto_retries = models.PositiveSmallIntegerField(default=0)
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

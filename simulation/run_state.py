@@ -31,6 +31,7 @@ from core.codes import new_code
 from corpus.conversations.integrity import Flag
 from corpus.conversations.services import is_sensitive
 from corpus.models import Conversation, Message, Persona, Target
+from simulation import outages
 from simulation.llm import LLMResult
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.prompts import persona_values, render
@@ -475,6 +476,8 @@ def simulation_run_finish(*, ctx: RunContext, ended_early: bool) -> None:
     """Check and close a finished conversation; flags exclude it from scoring."""
     with transaction.atomic():
         _close(ctx, status=Status.DONE, ended_early=ended_early)
+    # Its chatbot answered: a breaker open on it closes and its waiting conversations go again.
+    outages.run_done(ctx.run.target_id)
     batch_maybe_finish(batch_id=ctx.batch.pk)
 
 
@@ -486,12 +489,20 @@ def simulation_run_fail(*, ctx: RunContext, error: str, kind: str, failed_attemp
     logger.warning("simulation run %s failed: %s", ctx.run.pk, error)
     with transaction.atomic():
         _close(ctx, status=Status.FAILED, ended_early=False, error=error, kind=kind, failed_attempts=failed_attempts)
+    # A model that did not answer: the run waits for it (core.outages) instead of for a person.
+    outages.run_failed(ctx.run, getattr(ctx.run.target, "code", "") or f"chatbot {ctx.run.target_id}", error, kind)
     batch_maybe_finish(batch_id=ctx.batch.pk)
 
 
 def batch_maybe_finish(*, batch_id: int) -> bool:
-    """Mark a running batch finished once none of its runs is queued or running."""
+    """Mark a running batch finished once none of its runs is queued, running or waiting.
+
+    Waiting: failed because a model did not answer, with automatic retries left (core.outages):
+    the batch is not finished while its chatbot's breaker will send them again.
+    """
     if SimulationRun.objects.filter(batch_id=batch_id, status__in=SimulationRun.ACTIVE).exists():
+        return False
+    if outages.waiting_in_batch_id(batch_id):
         return False
     return bool(
         SimulationBatch.objects.filter(pk=batch_id, status=SimulationBatch.Status.RUNNING).update(

@@ -8,7 +8,8 @@ from typing import Any
 
 from celery import shared_task
 
-from core import recovery
+from core import outages, recovery
+from simulation import outages as simulation_outages  # noqa: F401  (registers the chatbots' outage family)
 from simulation.batches import (
     simulation_runs_recover_lost,
     simulation_runs_redispatch,
@@ -90,6 +91,9 @@ recovery.on_worker_start(_warm_engine)
 # Rate-limit slots of a worker that died on this host are free again at the next sweep (and
 # when a worker starts); elsewhere they run out within EVALSITE_RATE_LEASE_SECONDS.
 recovery.on_sweep(release_dead_holders)
+# Open breakers (core.outages): a conversation or judgement waiting for its provider is sent
+# again as a probe when its time comes.
+recovery.on_sweep(outages.outages_probe)
 recovery.register(
     recovery.Recoverer(
         name="simulation runs",

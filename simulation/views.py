@@ -22,6 +22,7 @@ from simulation.errors import SimulationError
 from simulation.forms import PromptTemplateForm, SimulationBatchForm
 from simulation.launch_counts import batch_counts
 from simulation.models import SimulationRun
+from simulation.outages import batch_outage
 from simulation.preflight import batch_preflight, batch_resume_preflight
 from simulation.preflight import enabled as preflight_enabled
 from simulation.prompts import (
@@ -93,6 +94,7 @@ def _progress_context(request: HttpRequest, code: str) -> dict:
         "statuses": SimulationRun.Status.choices,
         "can_run": reads.batch_may_act(request.user, batch),  # its buttons: cancel, resume
         "query": request.GET.urlencode(),
+        "outage": batch_outage(batch),
     }
 
 

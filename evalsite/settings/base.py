@@ -386,6 +386,9 @@ EVALSITE_JUDGE_MAX_ATTEMPTS = int(os.environ.get("EVALSITE_JUDGE_MAX_ATTEMPTS", 
 # a killed worker had received it, Redis restarted without persistence, the broker was down)
 # is dispatched again; every worker checks every third of it, and when it starts.
 EVALSITE_RECOVERY_SECONDS = float(os.environ.get("EVALSITE_RECOVERY_SECONDS", "60"))
+# A provider that stopped answering: its failed work is sent again by itself (core.outages).
+EVALSITE_OUTAGE_RETRIES = int(os.environ.get("EVALSITE_OUTAGE_RETRIES", "3"))
+EVALSITE_OUTAGE_PROBE_SECONDS = float(os.environ.get("EVALSITE_OUTAGE_PROBE_SECONDS", "30"))
 # A rate-limit slot (Redis) is a lease its living process renews: a dead worker's slots are free
 # again after this (at once when a worker on its machine sweeps).
 EVALSITE_RATE_LEASE_SECONDS = float(os.environ.get("EVALSITE_RATE_LEASE_SECONDS", "30"))

@@ -22,8 +22,9 @@ from tests.support.fake_llm import http_500
 pytestmark = pytest.mark.django_db
 
 
-def test_judge_calls_count_failed_attempts_and_the_cache_apart(researcher, amhart, conversations, make_judge, run_now, fake):
+def test_judge_calls_count_failed_attempts_and_the_cache_apart(researcher, amhart, conversations, make_judge, run_now, fake, settings):
     """Two results: one answered on its second attempt, one failing all 3: 5 requests, 4 failed."""
+    settings.EVALSITE_OUTAGE_RETRIES = 0  # no automatic retry after the outage (core.outages): counts as they stand
     judge = make_judge("flaky-judge", amhart)
     fake.script("flaky-judge", [http_500(), checklist_reply(), http_500()])
     run = run_now([judge], conversations)

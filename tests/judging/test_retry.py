@@ -13,6 +13,12 @@ from tests.support.fake_llm import http_500
 
 from .conftest import checklist_reply
 
+
+@pytest.fixture(autouse=True)
+def no_automatic_retry(settings):  # type: ignore[no-untyped-def]
+    """These tests are about a person's retry: no automatic retry after an outage (core.outages)."""
+    settings.EVALSITE_OUTAGE_RETRIES = 0
+
 pytestmark = pytest.mark.django_db
 
 

@@ -1,115 +1,115 @@
-"""Redis going away is an outage, not a failure: limits wait through it; a dead process's slots come back.
-
-Each test runs its own redis-server (``PrivateRedis``) and stops it for real: the limiter's
-client meets a refused connection, as a worker does during a Redis restart.
-"""
+"""Outages that end without a person (issue 32): a conversation that failed because its chatbot
+did not answer waits behind the chatbot's breaker; the sweeper sends one again as a probe when
+its time comes; the first success sends the others; each is retried automatically at most
+EVALSITE_OUTAGE_RETRIES times. Through litellm's real HTTP path to the fake server."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
-import uuid
-from pathlib import Path
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from simulation.llm import ModelSpec, RedisRateLimiter, achat
-from simulation.llm.engine import run_jobs
-from simulation.llm.ratelimit import release_dead_holders
-from tests.integration.harness import PrivateRedis, wait_for
-from tests.support.fake_llm import FakeLLM
+from core.models import OutageState, ProviderOutage
+from core.outages import outages_probe
+from corpus.personas.services import builtin_personas_load
+from simulation.batches import simulation_batch_cancel, simulation_batch_create
+from simulation.models import SimulationBatch, SimulationRun
+from simulation.outages import breaker_key, waiting_in_batch
+from simulation.tasks import simulation_run_task
+from tests.simulation.sim_setup import amhart_spec, make_target, simulation_environment  # noqa: F401
+from tests.conftest import client_for, make_user
+from tests.support.fake_llm import http_500
 
-KEY_ENV = "TEST_OUTAGE_API_KEY"
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db
+
+DOWN = [http_500(), http_500(), http_500()]  # the retry budget: three attempts
 
 
 @pytest.fixture
-def redis_server(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv(KEY_ENV, "sk-outage-0123456789")
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+def batch(fake_llm):  # type: ignore[no-untyped-def]
+    """A planned AMHART batch of two conversations (two personas) with one chatbot."""
+    persona_set = builtin_personas_load()
+    target = make_target(fake_llm)
+    ids = tuple(persona_set.personas.order_by("pk").values_list("pk", flat=True)[:2])
+    return simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target], persona_ids=ids), dispatch=False)
 
 
-def _spec(fake: FakeLLM) -> ModelSpec:
-    return ModelSpec(model="openai/chatbot", api_base=fake.base_url, api_key_env=KEY_ENV, timeout=5)
+def _fail_both(fake_llm, batch):  # type: ignore[no-untyped-def]
+    fake_llm.script("chatbot", DOWN)
+    for run in batch.runs.order_by("pk"):
+        assert simulation_run_task.delay(run.pk).get() == "failed"
+    return list(batch.runs.order_by("pk"))
 
 
-def test_a_call_waits_through_a_redis_outage_of_its_limiter_and_goes_out_once(redis_server, fake_llm, settings):
-    settings.EVALSITE_OUTAGE_SECONDS = 30
-    fake_llm.script("chatbot", ["Hello."])
-    limiter = RedisRateLimiter(redis_server.url, max_concurrent=2, prefix=f"evalsite-test:{uuid.uuid4().hex}")
-    call = lambda: achat(_spec(fake_llm), [{"role": "user", "content": "hi"}], limiter=limiter)  # noqa: E731
-    run_jobs([call])  # a worker at work (litellm imported, the limiter used)
-    redis_server.stop()
-    threading.Timer(1.5, redis_server.start).start()  # back after a second and a half
+def test_a_chatbot_outage_opens_its_breaker_and_the_first_answer_sends_every_waiting_conversation(
+    fake_llm, batch, django_capture_on_commit_callbacks
+):
+    runs = _fail_both(fake_llm, batch)
+    key = breaker_key(runs[0].target_id)
+    breaker = ProviderOutage.objects.get(key=key)
+    assert breaker.state == OutageState.OPEN and breaker.label == "T-BOT" and breaker.failures == 2
+    assert "after 3 attempt(s)" in breaker.last_error
+    assert all(r.status == SimulationRun.Status.FAILED and r.error_kind == "server_error" for r in runs)
+    batch.refresh_from_db()
+    # Not finished: its conversations wait for the chatbot, and the batch can still be cancelled.
+    assert batch.status == SimulationBatch.Status.RUNNING and waiting_in_batch(batch) == 2
+    # Admins see the whole corpus (least privilege across studies may narrow a researcher's view).
+    page = client_for(make_user("ada", "admin", is_staff=True, is_superuser=True)).get(f"/corpus/simulations/{batch.code}/")
+    notice = page.content.decode().split('id="outage-wait"', 1)[1].split("</p>", 1)[0]
+    assert "2 conversations wait for T-BOT to answer again" in notice and "nobody needs to resume the batch" in notice
 
-    started = time.monotonic()
-    result = run_jobs([call])[0]
-
-    assert result.content == "Hello." and fake_llm.calls_total == 2
-    assert time.monotonic() - started >= 1.0  # it waited for Redis, then called
-    assert limiter.in_flight("openai/chatbot@" + fake_llm.base_url) == 0  # and gave the slot back
-
-
-def test_a_release_during_an_outage_is_sent_once_redis_is_back(redis_server, settings):
-    settings.EVALSITE_OUTAGE_SECONDS = 30
-    limiter = RedisRateLimiter(redis_server.url, max_concurrent=1, prefix=f"evalsite-test:{uuid.uuid4().hex}")
-    assert limiter.try_acquire("m")
-    redis_server.stop()
-    limiter.release("m")  # Redis is away: no error, the release waits
-    redis_server.start()  # a restart without persistence forgets every lease anyway
-    assert limiter.try_acquire("m") and limiter.in_flight("m") == 1
-    limiter.release("m")
-    assert limiter.in_flight("m") == 0
-
-
-def _holder(url: str, prefix: str) -> subprocess.Popen[str]:
-    """Start a process that takes the one slot of model "m", says so, and keeps it (renewing its lease)."""
-    code = (
-        "import sys, time; from simulation.llm.ratelimit import RedisRateLimiter;"
-        f"l = RedisRateLimiter({url!r}, max_concurrent=1, lease_seconds=0.6, prefix={prefix!r});"
-        "l.acquire('m'); print('held', flush=True); time.sleep(120)"
-    )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings.test"}
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
+    fake_llm.script("chatbot", ["Back again.", "Second.", "Third."])
+    now = timezone.now()
+    assert outages_probe(now) == 0  # not yet time to check
+    calls_before = fake_llm.calls_total
+    with django_capture_on_commit_callbacks(execute=True):
+        assert outages_probe(breaker.next_probe_at + timedelta(seconds=1)) == 1  # one probe, no extra call
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == SimulationRun.Status.DONE, (run.pk, run.error)
+        assert run.auto_retries == 1
+    # The probe was the first conversation itself; its success sent the second one.
+    assert fake_llm.calls_total > calls_before
+    breaker.refresh_from_db()
+    assert breaker.state == OutageState.CLOSED and breaker.closed_at is not None
+    batch.refresh_from_db()
+    assert batch.status == SimulationBatch.Status.FINISHED and waiting_in_batch(batch) == 0
 
 
-def test_a_living_holder_keeps_its_slot_past_the_lease_and_a_killed_one_frees_it(redis_server):
-    prefix = f"evalsite-test:{uuid.uuid4().hex}"
-    mine = RedisRateLimiter(redis_server.url, max_concurrent=1, lease_seconds=0.6, prefix=prefix)
-    holder = _holder(redis_server.url, prefix)
-    try:
-        time.sleep(1.5)  # more than twice its lease: renewed while the process lives
-        assert not mine.try_acquire("m")
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(timeout=10)
-        started = time.monotonic()
-        assert wait_for(lambda: mine.try_acquire("m"), 5, every=0.05)  # its lease runs out, not renewed
-        assert time.monotonic() - started < 1.5
-    finally:
-        if holder.poll() is None:
-            holder.kill()
+def test_a_probe_that_fails_again_backs_off_and_the_limit_leaves_it_to_a_person(
+    fake_llm, batch, django_capture_on_commit_callbacks, settings
+):
+    settings.EVALSITE_OUTAGE_RETRIES = 2
+    runs = _fail_both(fake_llm, batch)
+    breaker = ProviderOutage.objects.get(key=breaker_key(runs[0].target_id))
+    first_delay = (breaker.next_probe_at - breaker.updated_at).total_seconds()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert outages_probe(breaker.next_probe_at + timedelta(seconds=1)) == 1
+    breaker.refresh_from_db()
+    assert breaker.state == OutageState.OPEN and breaker.failures == 3
+    assert (breaker.next_probe_at - timezone.now()).total_seconds() > first_delay * 1.9  # backed off (doubled)
+    probed = SimulationRun.objects.get(pk=runs[0].pk)
+    assert probed.status == SimulationRun.Status.FAILED and probed.auto_retries == 1
+    for _ in range(3):  # the limit: each conversation goes twice by itself, then waits for a person
+        with django_capture_on_commit_callbacks(execute=True):
+            outages_probe(ProviderOutage.objects.get(pk=breaker.pk).next_probe_at + timedelta(seconds=1))
+    assert sorted(SimulationRun.objects.filter(batch=batch).values_list("auto_retries", flat=True)) == [2, 2]
+    batch.refresh_from_db()
+    assert waiting_in_batch(batch) == 0 and batch.status == SimulationBatch.Status.FINISHED
+    breaker.refresh_from_db()
+    # The next check finds nothing left to try: the breaker closes, the runs stay failed for a person.
+    assert outages_probe(breaker.next_probe_at + timedelta(seconds=1)) == 0
+    breaker.refresh_from_db()
+    assert breaker.state == OutageState.CLOSED
+    assert set(SimulationRun.objects.filter(batch=batch).values_list("status", flat=True)) == {"failed"}
 
 
-def test_the_sweep_frees_a_killed_process_slots_at_once(redis_server):
-    prefix = "evalsite:ratelimit:judging"
-    mine = RedisRateLimiter(redis_server.url, max_concurrent=1, lease_seconds=60, prefix=prefix)
-    holder = _holder(redis_server.url, prefix)
-    try:
-        assert not mine.try_acquire("m")
-        assert release_dead_holders(redis_server.url) == 0  # alive: kept
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(timeout=10)
-        assert release_dead_holders(redis_server.url) == 1  # what every worker's sweep does
-        assert mine.try_acquire("m")
-    finally:
-        if holder.poll() is None:
-            holder.kill()
+def test_a_cancelled_batch_is_never_sent_again(fake_llm, batch, django_capture_on_commit_callbacks):
+    runs = _fail_both(fake_llm, batch)
+    simulation_batch_cancel(batch_id=batch.pk)
+    breaker = ProviderOutage.objects.get(key=breaker_key(runs[0].target_id))
+    fake_llm.script("chatbot", ["Fine now."])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert outages_probe(breaker.next_probe_at + timedelta(seconds=1)) == 0
+    assert set(SimulationRun.objects.filter(batch=batch).values_list("auto_retries", flat=True)) == {0}
