@@ -17,8 +17,8 @@ from simulation.batches import simulation_batch_cancel, simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.outages import breaker_key, waiting_in_batch
 from simulation.tasks import simulation_run_task
-from tests.simulation.sim_setup import amhart_spec, make_target, simulation_environment  # noqa: F401
 from tests.conftest import client_for, make_user
+from tests.simulation.sim_setup import amhart_spec, make_target, simulation_environment  # noqa: F401
 from tests.support.fake_llm import http_500
 
 pytestmark = pytest.mark.django_db
