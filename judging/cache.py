@@ -17,7 +17,11 @@ response format; never the key). ``RunCache`` wraps it for one judge result:
 - the last accepted write wins: a later run that called again (``read=False``, a retry, an
   instance of its own) replaces what an earlier one stored, so a re-run from the cache
   replays the replies of the run it re-runs, format retries and retried results included;
-- ``read=False`` makes fresh calls (and still stores what they return).
+- ``read=False`` makes fresh calls (and still stores what they return);
+- own entries: a result's reply is also stored under a key of its conversation's, read first:
+  two conversations with the same transcript that got different replies (asked at the same
+  time) each replay their own in a re-run, while a new conversation with that transcript still
+  finds the shared entry.
 """
 
 from __future__ import annotations
@@ -82,12 +86,16 @@ def salted_key(request_hash: str, salt: str) -> str:
 class RunCache:
     """One judge result's view of the cache: instance salt, optional reads, deferred writes."""
 
-    def __init__(self, base: DbCache, *, salt: str = "", read: bool = True, shared: bool = False) -> None:
+    def __init__(self, base: DbCache, *, salt: str = "", read: bool = True, shared: bool = False, own: str = "") -> None:
         self.base = base
         self.salt = salt
         self.read = read
         # Read the unsalted entry when the salted one is missing (a shared instance 1..n).
         self.shared = shared and bool(salt)
+        # The result's own entry ("conversation:<id>"), read first and written beside the key
+        # every result with the same request shares: two conversations with the same transcript
+        # that got different replies (asked at once) each replay their own in a re-run.
+        self.own = own
         self._pending: dict[str, LLMResult] = {}
         self._lock = threading.Lock()
 
@@ -114,24 +122,29 @@ class RunCache:
         """Return (cache key, reply) of these accepted requests, for the caller to store."""
         with self._lock:
             found = [(h, self._pending[h]) for h in request_hashes if h in self._pending]
-        return [(salted_key(h, self.salt), result) for h, result in found]
+        entries = [(salted_key(h, self.salt), result) for h, result in found]
+        if self.own:
+            entries += [(self.own_key(h), result) for h, result in found]
+        return entries
 
     def key(self, request_hash: str) -> str:
         return salted_key(request_hash, self.salt)
+
+    def own_key(self, request_hash: str) -> str | None:
+        return salted_key(request_hash, f"{self.salt}|{self.own}") if self.own else None
 
 
 def cache_get_many(items: list[tuple[RunCache, str]]) -> list[LLMResult | None]:
     """Look up many requests in one query (a batched database step of the engine).
 
-    A shared instance's own entry comes first, the entry it shares with instance 0 next.
+    The result's own entry comes first (its conversation's), then its key, then, for a shared
+    instance, the entry it shares with instance 0.
     """
-    keys = [(cache.key(rhash), rhash if cache.shared else None) for cache, rhash in items]
-    wanted = {k for pair in keys for k in pair if k is not None}
+    keys = [(cache.own_key(rhash), cache.key(rhash), rhash if cache.shared else None) for cache, rhash in items]
+    wanted = {k for triple in keys for k in triple if k is not None}
     found = dict(LLMCacheEntry.objects.filter(key__in=wanted).values_list("key", "result"))
     out: list[LLMResult | None] = []
-    for own, shared in keys:
-        data = found.get(own)
-        if data is None and shared is not None:
-            data = found.get(shared)
+    for triple in keys:
+        data = next((found[k] for k in triple if k is not None and k in found), None)
         out.append(_from_json(data) if data is not None else None)
     return out

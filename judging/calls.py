@@ -97,13 +97,14 @@ class Caller:
 
     @classmethod
     def for_result(
-        cls, config: JudgeCallConfig, *, instance: int, independent: bool, use_cache: bool
+        cls, config: JudgeCallConfig, *, instance: int, independent: bool, use_cache: bool, conversation_id: int | None = None
     ) -> Caller:
+        own = f"conversation:{conversation_id}" if conversation_id is not None else ""
         if instance > 0 and independent:
-            return cls(config, RunCache(DbCache(), salt=f"instance:{instance}", read=use_cache))
+            return cls(config, RunCache(DbCache(), salt=f"instance:{instance}", read=use_cache, own=own))
         if instance > 0:  # shares instance 0's entries; a reply of its own is kept under its own key
-            return cls(config, RunCache(DbCache(), salt=f"shared-instance:{instance}", read=use_cache, shared=True))
-        return cls(config, RunCache(DbCache(), read=use_cache))
+            return cls(config, RunCache(DbCache(), salt=f"shared-instance:{instance}", read=use_cache, shared=True, own=own))
+        return cls(config, RunCache(DbCache(), read=use_cache, own=own))
 
     def begin(self) -> None:
         """Start a new chain (a question, or the checklist call): earlier replies stay out of it."""

@@ -105,7 +105,8 @@ async def _judge_result(result_id: int, owner: str) -> str:
         return ResultStatus.FAILED
     config = JudgeCallConfig.from_snapshot(run.config["judges"][str(result.judge_id)])
     caller = Caller.for_result(
-        config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache
+        config, instance=result.instance, independent=run.independent_instances, use_cache=run.use_cache,
+        conversation_id=result.conversation_id,
     )
     caller.guard = guard(result_id, owner)
     labels: list[JudgeLabel] = []

@@ -170,3 +170,28 @@ def test_concurrent_instances_sharing_the_cache_are_each_replayed(fake, amhart, 
 
     assert fake.calls_total == 3
     assert _labels_and_paths(rerun) == _labels_and_paths(first)
+
+
+def test_a_cached_rerun_gives_two_identical_transcripts_their_own_replies(fake, amhart, make_judge, run_now):
+    """Issue 32: two conversations with the same transcript send the same request; the first run
+    gave them different replies (temperature above 0); the cached re-run must reproduce each
+    conversation's own labels, not the last reply stored for both."""
+    from corpus.models import Conversation
+    from tests.factories import ConversationFactory
+
+    messages = [("user", "I can't sleep and school feels pointless."), ("assistant", "That sounds hard.")]
+    twins = [ConversationFactory(messages=messages, message_count=2) for _ in range(2)]
+    assert Conversation.objects.filter(pk__in=[c.pk for c in twins]).count() == 2
+    judge = make_judge("gpt", amhart)
+    fake.script("gpt", [checklist_reply({"amhart_02": "no"}), checklist_reply({"amhart_02": "yes"})])
+    first = run_now([judge], twins, use_cache=False)  # fresh calls (as two workers asking at once would make)
+    calls = fake.calls_total
+    assert calls == 2
+    second = run_now([judge], twins)
+    assert fake.calls_total == calls  # every reply from the cache
+
+    def labels(run):  # type: ignore[no-untyped-def]
+        return dict(JudgeLabel.objects.filter(result__run=run, item_key="amhart_02").values_list("result__conversation_id", "label"))
+
+    assert sorted(labels(first).values()) == ["no", "yes"]
+    assert labels(second) == labels(first)
