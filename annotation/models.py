@@ -51,6 +51,10 @@ class Study(models.Model):
         default=2, help_text="Ratings an item needs before it has a consensus"
     )
     calibration_required = models.BooleanField(default=False)
+    # Gold conversations (known answers) mixed into raters' queues: this share of each rater's
+    # queue (0: none), and the accuracy below which a rater's recent gold ratings raise an alert.
+    gold_rate = models.FloatField(default=0.0, help_text="Share of each rater's queue that is gold (0 to 0.5)")
+    gold_alert_below = models.FloatField(default=0.8, help_text="Alert when a rater's recent gold accuracy is below this")
     # When the ratings are due (optional): raters see it in their queue and reminders; the
     # coordinators' dashboard marks the study at risk when the observed pace finishes after it.
     due_date = models.DateField(null=True, blank=True)
@@ -143,6 +147,11 @@ class StudyConversation(models.Model):
     is_calibration = models.BooleanField(default=False)
     # Reference answers for calibration feedback: {item_key: {"label": ..., "explanation": ...}}
     calibration_reference = models.JSONField(default=dict, blank=True)
+    # A gold conversation: its known answers {item_key: label} (from calibration or the final
+    # consensus), copied when a coordinator marked it; mixed into raters' queues, never scored.
+    is_gold = models.BooleanField(default=False)
+    gold_answers = models.JSONField(default=dict, blank=True)
+    gold_source = models.CharField(max_length=20, blank=True)  # "calibration" or "consensus"
     # Studies built with a sampling plan: the chance this conversation had of being picked
     # (the judge-assisted estimators weight it by 1/π) and its stratum. None: no plan.
     inclusion_prob = models.FloatField(null=True, blank=True)
@@ -245,6 +254,9 @@ class Assignment(models.Model):
         ExternalRater, on_delete=models.PROTECT, related_name="assignments", null=True, blank=True
     )
     is_calibration = models.BooleanField(default=False)
+    # A gold conversation mixed into the rater's queue: rated like any other (the rater cannot
+    # tell), compared with its known answers, kept out of agreement, consensus and scores.
+    is_gold = models.BooleanField(default=False)
     position = models.PositiveIntegerField(default=0, help_text="Order in the rater's queue")
     status = models.CharField(
         max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.NOT_STARTED

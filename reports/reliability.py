@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from annotation.consensus.services import consensus_labels_of
+from annotation.gold import gold_rating_count
 from annotation.models import Study
 from corpus.instruments.labels import ItemLabels, UnknownAnswer
 from reports import selectors
@@ -113,6 +114,8 @@ def compute_reliability(study: Study, na: str, bootstrap: int, progress: Progres
         "n_ratings": len(rows),
         "n_raters": len({r[1] for r in rows}),
         "n_conversations": len({r[0] for r in rows}),
+        # Gold conversations' ratings (known answers, a quality check in the queues) are not read.
+        "n_gold_ratings_excluded": gold_rating_count(study),
         **_raters_per_conversation(rows),
         "instrument": instrument_facts(study.instrument),
         "prevalence_warning": PREVALENCE_WARNING,

@@ -51,7 +51,8 @@ def reliability_na(study: Study, requested: str | None) -> str:
 
 def _submitted(study: Study):  # type: ignore[no-untyped-def]
     return (
-        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED)
+        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, assignment__is_gold=False,
+                              status=RatingStatus.SUBMITTED)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater")
     )
@@ -264,7 +265,7 @@ def consensus_resolves_disagreement(study: Study) -> bool:
 
 def study_completion(study: Study) -> dict[str, int]:
     """Return the study's active (non-calibration) assignments and how many are submitted."""
-    qs = study.assignments.filter(is_calibration=False).exclude(status=AssignmentStatus.WITHDRAWN)
+    qs = study.assignments.filter(is_calibration=False, is_gold=False).exclude(status=AssignmentStatus.WITHDRAWN)
     counts = qs.aggregate(total=Count("id"), submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)))
     return {"total": counts["total"] or 0, "submitted": counts["submitted"] or 0}
 

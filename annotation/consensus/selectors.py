@@ -296,7 +296,7 @@ def adjudication_conversation_case(study: Study, *, conversation_id: int) -> Con
     ratings = list(
         Rating.objects.filter(
             assignment__study=study, assignment__conversation_id=conversation_id,
-            assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
+            assignment__is_calibration=False, assignment__is_gold=False, status=RatingStatus.SUBMITTED,
         )
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment__rater", "assignment__external_rater")
@@ -459,7 +459,7 @@ def adjudication_case(study: Study, *, consensus_id: int) -> AdjudicationCase:
     ratings = (
         Rating.objects.filter(
             assignment__study=study, assignment__conversation_id=entry.conversation_id,
-            assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
+            assignment__is_calibration=False, assignment__is_gold=False, status=RatingStatus.SUBMITTED,
         )
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment__rater", "assignment__external_rater")

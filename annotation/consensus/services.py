@@ -75,7 +75,7 @@ def _expected_ratings(study: Study) -> tuple[dict[int, int], dict[int, int]]:
     expected: dict[int, int] = defaultdict(int)
     submitted: dict[int, int] = defaultdict(int)
     rows = (
-        study.assignments.filter(is_calibration=False)
+        study.assignments.filter(is_calibration=False, is_gold=False)
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .values_list("conversation_id", "status")
     )
@@ -93,12 +93,13 @@ def consensus_inputs_version(study: Study) -> str:
     computation, it tells the consensus page whether the labels are still up to date.
     """
     ratings = (
-        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED)
+        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, assignment__is_gold=False,
+                              status=RatingStatus.SUBMITTED)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .aggregate(n=Count("pk"), ids=Sum("pk"), latest=Max("updated_at"))
     )
     assignments = list(
-        study.assignments.filter(is_calibration=False).values("status").annotate(n=Count("pk"), ids=Sum("pk")).order_by("status")
+        study.assignments.filter(is_calibration=False, is_gold=False).values("status").annotate(n=Count("pk"), ids=Sum("pk")).order_by("status")
     )
     senior = study.memberships.filter(role=MemberRole.RATER, is_senior=True).values_list("user_id", flat=True).first()
     study_row = Study.objects.filter(pk=study.pk).values(
@@ -136,7 +137,8 @@ def _votes(study: Study, progress: Progress) -> dict[tuple[int, str], dict[str, 
     """Read the submitted ratings once (only the columns voting needs), with progress."""
     ratings = (
         Rating.objects.filter(
-            assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED
+            assignment__study=study, assignment__is_calibration=False, assignment__is_gold=False,
+            status=RatingStatus.SUBMITTED,
         )
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .order_by("pk")

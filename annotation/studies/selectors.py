@@ -371,6 +371,7 @@ def study_design(study: Study) -> Design:
 ACTIONS = {
     "study_created": "Study created",
     "due_date_set": "Due date set",
+    "gold_set": "Gold conversations set",
     "assigned": "Raters assigned",
     "rater_removed": "Rater removed",
     "reassigned_on_removal": "Moved on removal",

@@ -23,6 +23,8 @@ urlpatterns = [
     ),
     path("studies/<int:pk>/progress/", views.study_progress, name="study-progress"),
     path("studies/<int:pk>/progress/<str:table>.csv", views.study_progress_csv, name="study-progress-csv"),
+    path("studies/<int:pk>/gold/", views.study_gold, name="study-gold"),
+    path("studies/<int:pk>/gold.csv", views.study_gold_csv, name="study-gold-csv"),
     path("studies/<int:pk>/consensus/", views.study_consensus, name="study-consensus"),
     path("studies/<int:pk>/consensus/compute/", views.study_consensus_compute, name="study-consensus-compute"),
     path("studies/<int:pk>/consensus/job/", views.study_consensus_job, name="study-consensus-job"),

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation import gold
 from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
 from annotation.consensus.jobs import consensus_marker, consensus_request, job_state
@@ -189,6 +190,51 @@ def study_due_date(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(reverse("annotation:study-detail", args=[pk]) + "#due-date")
 
 
+@require_http_methods(["GET", "POST"])
+def study_gold(request: HttpRequest, pk: int) -> HttpResponse:
+    """Gold conversations: which ones, how often in each queue, and each rater's accuracy on them."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk, write=request.method == "POST")
+    if request.method == "POST":
+        try:
+            ids = [int(x) for x in request.POST.getlist("gold")]
+            rate = float(request.POST.get("rate", "0") or 0) / 100
+            alert = float(request.POST.get("alert_below", "80") or 0) / 100
+        except ValueError:
+            messages.error(request, "Nothing was changed: the rate and the threshold are percentages, the conversations ids.")
+            return redirect("annotation:study-gold", pk=pk)
+        try:
+            result = gold.gold_set(study=study, conversation_ids=ids, rate=rate, alert_below=alert, actor=request.user)
+        except AnnotationError as exc:
+            messages.error(request, f"Nothing was changed: {exc}")
+            return redirect("annotation:study-gold", pk=pk)
+        messages.success(
+            request,
+            f"Saved: {result.marked} gold conversation{'s' if result.marked != 1 else ''} at {rate:.0%} of each queue; "
+            f"{result.added} gold assignment{'s' if result.added != 1 else ''} added to raters' queues"
+            + (f", {result.withdrawn} not started withdrawn" if result.withdrawn else "") + ".",
+        )
+        return redirect("annotation:study-gold", pk=pk)
+    context = {
+        "study": study,
+        "manages": reads.user_manages_study(request.user, study),
+        "candidates": gold.gold_candidates(study),
+        "report": gold.gold_accuracy(study),
+        "max_rate": int(gold.MAX_RATE * 100),
+    }
+    return render(request, "annotation/coordinator/study_gold.html", context)
+
+
+@require_GET
+def study_gold_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Each rater's gold ratings as CSV: accuracy overall, on the recent ones, and each in order."""
+    study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
+    report = gold.gold_accuracy(study)
+    rows = ([r.username, r.n, r.accuracy, r.recent, r.alert, r.reading, " ".join(f"{x:.2f}" for x in r.series)]
+            for r in report.raters)
+    return _csv(f"study-{study.pk}-gold-accuracy.csv",
+                ["rater", "gold_ratings", "accuracy", "recent_accuracy", "alert", "reading", "each_in_order"], rows)
+
+
 @require_GET
 def study_audit_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the study's whole audit trail as CSV (the page shows it a page at a time)."""
@@ -210,7 +256,9 @@ def study_assign_view(request: HttpRequest, pk: int) -> HttpResponse:
     except AnnotationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Assigned {result['n_assignments']} conversation ratings with seed {result['seed']} (recorded).")
+        mixed = gold.gold_mix(study)  # gold conversations keep their share of the new queues (issue 29)
+        messages.success(request, f"Assigned {result['n_assignments']} conversation ratings with seed {result['seed']} (recorded)"
+                         + (f"; {mixed} gold conversation(s) mixed into the queues" if mixed else "") + ".")
     return _detail(pk, "design")
 
 
@@ -230,7 +278,9 @@ def study_rater_add(request: HttpRequest, pk: int) -> HttpResponse:
     except AnnotationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Added {user.get_username()}; {len(moved)} unstarted assignment(s) moved to them.")
+        mixed = gold.gold_mix(study)  # the new rater's share of gold conversations (issue 29)
+        messages.success(request, f"Added {user.get_username()}; {len(moved)} unstarted assignment(s) moved to them"
+                         + (f", and {mixed} gold conversation(s) mixed into their queue" if mixed else "") + ".")
     return _detail(pk, "raters")
 
 
@@ -359,6 +409,8 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "email_backend": backend_info(),
         "reminder_log": reminder_log(study),
         **_reminder_cooldown(study),
+        # Gold conversations in the queues: each rater's accuracy on them (issue 29).
+        "gold_report": gold.gold_accuracy(study) if study.gold_rate or study.assignments.filter(is_gold=True).exists() else None,
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 

@@ -146,7 +146,9 @@ def _transcripts(conversations: list[Conversation], put: Any) -> None:
 def _assignment_rows(study: Study) -> list[list[Any]]:
     """Return one row per submitted rating, in the order the ratings were stored, then the open work."""
     rows = []
-    ratings = (Rating.objects.filter(assignment__study=study, assignment__status=AssignmentStatus.SUBMITTED, status="submitted")
+    # Gold ratings (quality checks on known answers) are not the study's data: never in a bundle.
+    ratings = (Rating.objects.filter(assignment__study=study, assignment__status=AssignmentStatus.SUBMITTED, status="submitted",
+                                     assignment__is_gold=False)
                .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater").order_by("pk"))
     for order, rating in enumerate(ratings, start=1):
         a = rating.assignment
@@ -154,7 +156,7 @@ def _assignment_rows(study: Study) -> list[list[Any]]:
         rows.append([a.conversation.code, a.rater_name, AssignmentStatus.SUBMITTED, order, a.position, a.is_calibration,
                      a.started_at.isoformat() if a.started_at else "", submitted.isoformat() if submitted else "",
                      a.time_spent_seconds])
-    open_work = (study.assignments.filter(status__in=(AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS))
+    open_work = (study.assignments.filter(status__in=(AssignmentStatus.NOT_STARTED, AssignmentStatus.IN_PROGRESS), is_gold=False)
                  .select_related("conversation", "rater", "external_rater").order_by("pk"))
     for a in open_work:
         rows.append([a.conversation.code, a.rater_name, a.status, "", a.position, a.is_calibration,
@@ -218,7 +220,7 @@ def _vera_ratings(study: Study, conversations: dict[int, Conversation]) -> str |
             return None
         columns[column] = match
     rows = []
-    ratings = (Rating.objects.filter(assignment__study=study, status="submitted")
+    ratings = (Rating.objects.filter(assignment__study=study, status="submitted", assignment__is_gold=False)
                .select_related("assignment__conversation", "assignment__rater", "assignment__external_rater").order_by("pk"))
     for rating in ratings:
         conversation = conversations[rating.assignment.conversation_id]

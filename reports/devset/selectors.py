@@ -113,7 +113,7 @@ def conversations_per_rater(study: Study) -> tuple[list[int], str]:
     the R active raters with k raters per conversation.
     """
     rows = (
-        study.assignments.filter(is_calibration=False)
+        study.assignments.filter(is_calibration=False, is_gold=False)
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .values_list("rater_id", "external_rater_id")
     )
@@ -217,7 +217,8 @@ def test_data_version(study: Study, split: HoldoutSplit, declaration: FinalDecla
     """
     test = HoldoutMember.objects.filter(split=split, part=HoldoutPart.TEST).values("conversation_id")
     ratings = (
-        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, status=RatingStatus.SUBMITTED,
+        Rating.objects.filter(assignment__study=study, assignment__is_calibration=False, assignment__is_gold=False,
+                              status=RatingStatus.SUBMITTED,
                               assignment__conversation_id__in=test)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .aggregate(n=Count("id"), last=Max("updated_at"), rev=Max("revision"))

@@ -80,7 +80,9 @@ def reliability(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     sentences = [
         f"Inter-rater reliability was computed from {count(payload.get('n_ratings', 0), 'submitted item rating')} by "
         f"{count(payload.get('n_raters', 0), 'rater')} on {count(payload.get('n_conversations', 0), 'conversation')}{spread}, "
-        f"for {instrument_phrase(payload, n_items)}; calibration conversations were left out."
+        f"for {instrument_phrase(payload, n_items)}; calibration conversations were left out"
+        + (f", and so were the {count(payload['n_gold_ratings_excluded'], 'rating')} of gold conversations (known answers "
+           "mixed into the raters' queues to check their attention)." if payload.get("n_gold_ratings_excluded") else ".")
         + (f" Agreement is measured on the {count(pairable, 'conversation')} rated by two or more raters."
            if pairable is not None else ""),
         na_sentence(na, declared),

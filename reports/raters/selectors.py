@@ -50,7 +50,7 @@ class QueueEntry:
 def study_rater_queues(study: Study) -> dict[str, list[QueueEntry]]:
     """Return every rater's queue in queue order (position, then id), with submitted answers."""
     qs = (
-        Assignment.objects.filter(study=study, is_calibration=False)
+        Assignment.objects.filter(study=study, is_calibration=False, is_gold=False)
         .exclude(status=AssignmentStatus.WITHDRAWN)
         .select_related("rater", "external_rater", "conversation", "rating")
         .order_by("position", "id")

@@ -132,7 +132,8 @@ def conversation_review(
     domains = dict(study.instrument.items.values_list("key", "domain")) if flow else {}
     answers: dict[str, list[RaterAnswer]] = defaultdict(list)
     ratings = (
-        Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, status=RatingStatus.SUBMITTED)
+        Rating.objects.filter(assignment__study=study, assignment__conversation=conversation, status=RatingStatus.SUBMITTED,
+                              assignment__is_gold=False)
         .exclude(assignment__status=AssignmentStatus.WITHDRAWN)
         .select_related("assignment__rater", "assignment__external_rater", "assignment__study__instrument")
         .order_by("pk")

@@ -39,6 +39,8 @@ STUDY_PAGES = [
     "annotation:study-progress",
     "annotation:study-consensus",
     "annotation:study-consensus-job",
+    "annotation:study-gold",
+    "annotation:study-gold-csv",
     "annotation:study-consensus-csv",
     "annotation:study-adjudication",
     "annotation:study-import-ratings",

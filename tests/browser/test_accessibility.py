@@ -58,6 +58,7 @@ NOT_PAGES = {
     "corpus:conversation-link-personas": "POST action (a button on the conversation list)",
     "reports:job": "JSON progress of a report being computed (polled by the report pages)",
     "annotation:study-consensus-job": "JSON progress of the consensus being computed (polled by the consensus page)",
+    "annotation:study-gold-csv": "file download",
     "annotation:study-plan-preview": "htmx fragment of the planned-study form (checked within it)",
     "annotation:study-plan-csv": "file download", "annotation:study-sitting-limit": "POST action",
     "reports:judge-assisted-csv": "file download", "reports:drift-csv": "file download",

@@ -37,6 +37,7 @@ EXEMPT = {
     "annotation:study-consensus-compute": "POST: queues the computation, returns counts",
     "v1:coordinator-study-consensus-job": "the consensus job's progress and counts per provenance, no label",
     "annotation:study-consensus-job": "the consensus job's progress and counts per provenance, no label",
+    "annotation:study-gold-csv": "each rater's accuracy on gold conversations (numbers per rater), no conversation's label",
     "annotation:study-consensus": "the coordinators' working page (adjudication needs every item); not an export",
     "annotation:study-adjudicate": "the coordinators' adjudication of one item (their work)",
     "v1:import-bundle": "POST: an upload",

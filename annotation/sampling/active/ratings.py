@@ -50,7 +50,7 @@ def human_scores(study: Study, instrument: str) -> dict[int, np.ndarray]:
 def waiting_for_consensus(study: Study, chosen: list[int], human: dict[int, np.ndarray]) -> int:
     """Return how many rated-to-be conversations have every rating in but no final consensus yet."""
     open_ = set(
-        Assignment.objects.filter(study=study, is_calibration=False)
+        Assignment.objects.filter(study=study, is_calibration=False, is_gold=False)
         .exclude(status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.WITHDRAWN])
         .values_list("conversation_id", flat=True)
     )
