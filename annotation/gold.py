@@ -246,7 +246,7 @@ def gold_accuracy(study: Study) -> GoldReport:
         else:
             row.reading = f"at or above {study.gold_alert_below:.0%} on the last {len(window)}"
     return GoldReport(float(study.gold_rate or 0), float(study.gold_alert_below), len(answers),
-                      sorted(by_rater.values(), key=lambda r: r.username))
+                      sorted(by_rater.values(), key=lambda r: r.username), min_for_alert=MIN_FOR_ALERT)
 
 
 def gold_rating_count(study: Study) -> int:

@@ -262,7 +262,7 @@ def progress_rater_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]
 def progress_assignment_rows(progress: Progress) -> tuple[list[str], list[list[Any]]]:
     """Return the per-conversation table in long form: one row per (conversation, rater)."""
     header = ["conversation", "external_id", "persona", "target", "calibration", "rater", "label", "status",
-              "started_at", "submitted_at", "last_activity_at", "time_spent_seconds", "stale"]
+              "started_at", "submitted_at", "last_activity_at", "time_spent_seconds", "stale", "gold_check"]
     rows = []
     for conv in progress.conversations:
         c = conv.conversation
@@ -271,7 +271,7 @@ def progress_assignment_rows(progress: Progress) -> tuple[list[str], list[list[A
             rows.append([
                 c.code, c.external_id, c.persona.key if c.persona else "", c.target.code if c.target else "",
                 conv.is_calibration, cell.username, cell.rater_label, a.status, _iso(a.started_at),
-                _iso(a.submitted_at), _iso(a.last_activity_at), a.time_spent_seconds, cell.stale,
+                _iso(a.submitted_at), _iso(a.last_activity_at), a.time_spent_seconds, cell.stale, a.is_gold,
             ])
     return header, rows
 

@@ -211,7 +211,9 @@ def study_gold(request: HttpRequest, pk: int) -> HttpResponse:
             request,
             f"Saved: {result.marked} gold conversation{'s' if result.marked != 1 else ''} at {rate:.0%} of each queue; "
             f"{result.added} gold assignment{'s' if result.added != 1 else ''} added to raters' queues"
-            + (f", {result.withdrawn} not started withdrawn" if result.withdrawn else "") + ".",
+            + (f", {result.withdrawn} not started withdrawn" if result.withdrawn else "")
+            + (" (every rater already holds these conversations or has their share: gold goes only where it is new)"
+               if rate > 0 and result.marked and not result.added else "") + ".",
         )
         return redirect("annotation:study-gold", pk=pk)
     context = {

@@ -237,6 +237,7 @@ def site_visits() -> list[Visit]:
         ("annotation:study-progress", "coordinator", reverse("annotation:study-progress", args=[study.pk])),
         ("annotation:study-flags", "coordinator", reverse("annotation:study-flags", args=[study.pk])),
         ("annotation:study-consensus", "coordinator", reverse("annotation:study-consensus", args=[study.pk])),
+        ("annotation:study-gold", "coordinator", reverse("annotation:study-gold", args=[study.pk])),
         ("annotation:study-adjudication", "coordinator", reverse("annotation:study-adjudication", args=[study.pk])),
         ("annotation:study-assignment-reassign", "coordinator",
          reverse("annotation:study-assignment-reassign", args=[study.pk, adjudicable.pk])),
