@@ -68,6 +68,8 @@ class StatusReport:
     stalled: list[Stalled] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     email: EmailStatus | None = None
+    # Providers whose breaker is open (core.outages): their failed work waits and is probed.
+    outages: list[Any] = field(default_factory=list)
 
     @property
     def services(self) -> tuple[Check, Check]:
@@ -168,6 +170,7 @@ def status_report() -> StatusReport:
     workers: list[dict[str, Any]] = []
     stalled: list[Stalled] = []
     problems: list[str] = []
+    outages: list[Any] = []
     if database.ok:
         now = timezone.now()
         workers = [{"hostname": w.hostname, "queues": w.queues, "concurrency": w.concurrency, "pid": w.pid,
@@ -179,6 +182,12 @@ def status_report() -> StatusReport:
                 stalled += [s for s in probe(now) if s.count]
             except Exception as exc:  # noqa: BLE001  # one app's probe failing must not hide the others
                 problems.append(f"could not read the stalled work of {key}: {describe(exc)}")
+        try:
+            from core.outages import open_outages
+
+            outages = open_outages()
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"could not read the providers' outages: {describe(exc)}")
     else:
         problems.append("workers and stalled work are read from the database: not read until it answers and is migrated")
     try:
@@ -186,4 +195,4 @@ def status_report() -> StatusReport:
     except Exception as exc:  # noqa: BLE001
         email = None
         problems.append(f"could not read the email log: {describe(exc)}")
-    return StatusReport(database, broker, workers, stalled, problems, email)
+    return StatusReport(database, broker, workers, stalled, problems, email, outages)

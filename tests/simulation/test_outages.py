@@ -113,3 +113,10 @@ def test_a_cancelled_batch_is_never_sent_again(fake_llm, batch, django_capture_o
     with django_capture_on_commit_callbacks(execute=True):
         assert outages_probe(breaker.next_probe_at + timedelta(seconds=1)) == 0
     assert set(SimulationRun.objects.filter(batch=batch).values_list("auto_retries", flat=True)) == {0}
+
+
+def test_the_status_page_names_the_provider_that_does_not_answer(fake_llm, batch):
+    _fail_both(fake_llm, batch)
+    page = client_for(make_user("ada", "admin", is_staff=True, is_superuser=True)).get("/status/").content.decode()
+    listed = page.split('id="outages"', 1)[1].split("</ul>", 1)[0]
+    assert "T-BOT" in listed and "not answering since" in listed and "2 failures" in listed
