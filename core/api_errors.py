@@ -1,4 +1,4 @@
-"""Map service errors to HTTP answers: bad input 400 with every problem, conflicts 409, queue down 503."""
+"""Map service errors to HTTP answers: bad input 400 with every problem, conflicts 409, queue or database down 503."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from core.database_down import RETRY_AFTER, api_body, close_lost_connections, connection_failure
 from core.enqueue import BROKER_HINT, BrokerUnavailable
 from core.errors import ServiceError
 from core.problems import ImportRejected
@@ -29,6 +30,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # 503, not 500: the request was fine; the task queue did not answer (core.enqueue).
         return Response({"detail": str(exc), "cause": exc.cause, "what_to_do": BROKER_HINT}, status=503,
                         headers={"Retry-After": "30"})
+    if connection_failure(exc):
+        # 503, not 500: the database did not answer (token or session lookup, or the view's reads).
+        # The class only: the driver's message names the host (core.database_down).
+        close_lost_connections()
+        return Response(api_body(exc), status=503, headers={"Retry-After": RETRY_AFTER})
     if isinstance(exc, ServiceError):
         status = getattr(exc, "status", 400)
         return Response({"detail": str(exc)}, status=status)

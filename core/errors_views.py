@@ -6,12 +6,22 @@ go; nothing about the URL configuration, the code or its variables is shown.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
+from django.urls import NoReverseMatch, reverse
 from django.views import defaults
 
+from core.database_down import (
+    DATABASE_DOWN_HINT,
+    RETRY_AFTER,
+    api_body,
+    cause,
+    close_lost_connections,
+    connection_failure,
+)
 from core.enqueue import BROKER_HINT, BrokerUnavailable
 
 MESSAGES = {
@@ -58,6 +68,11 @@ def _is_rater(request: HttpRequest) -> bool:
 
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    # Django calls this while handling the exception (also one raised by a middleware: the session
+    # and the user are read there, before any view): the database being down is a 503, not a 500.
+    exc = sys.exc_info()[1]
+    if exc is not None and connection_failure(exc):
+        return database_unavailable(request, exc)
     if _api(request):
         return JsonResponse({"detail": MESSAGES[500]}, status=500)
     template = loader.get_template("500.html")
@@ -77,4 +92,42 @@ def service_unavailable(request: HttpRequest, exc: BrokerUnavailable) -> HttpRes
         }
         response = HttpResponse(loader.get_template("503.html").render(context), status=503)
     response["Retry-After"] = "30"
+    return response
+
+
+def _status_path() -> str | None:
+    try:
+        return reverse("status")
+    except NoReverseMatch:  # another URL configuration (a test's)
+        return None
+
+
+def database_unavailable(request: HttpRequest, exc: BaseException) -> HttpResponse:
+    """Answer 503 when the database does not answer, rendered without it (no context processor, no user).
+
+    Only the error's class is shown: its message names the host and the port, and who asks cannot
+    be known without the database. The status page adds its line for the database, whether its
+    view noticed or a middleware did (reading the session).
+    """
+    close_lost_connections()
+    message = f"This page needs the database, and the database did not answer ({cause(exc)})."
+    component = ""
+    if request.path_info == _status_path():
+        component = f"database: not answering ({cause(exc)})."
+        message = ("The task queue, the workers and the waiting work are shown again once the database answers: "
+                   "who may see them is read from it.")
+    if _api(request):
+        response = JsonResponse(api_body(exc), status=503)
+    else:
+        context = {
+            "title": "The database does not answer",
+            "message": message,
+            "component": component,
+            "hint": DATABASE_DOWN_HINT,
+            "kept": "What you saved before is kept in the database. If you were saving something just now, "
+                    "it may not have been saved: check it once the page loads again.",
+            "request_path": request.get_full_path(),
+        }
+        response = HttpResponse(loader.get_template("503.html").render(context), status=503)
+    response["Retry-After"] = RETRY_AFTER
     return response

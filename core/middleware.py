@@ -101,6 +101,30 @@ class ServiceUnavailableMiddleware:
         return None
 
 
+class DatabaseUnavailableMiddleware:
+    """Turn "the database does not answer" raised by a view into a 503 that says what to do.
+
+    First in MIDDLEWARE but one, so its ``process_exception`` runs after every other's. Django
+    turns an exception raised by another middleware (the session and the user are read there,
+    before any view) into a response before this one could see it: the 500 handler answers those
+    (``core.errors_views.server_error``), the API's exception handler its views (``core.api_errors``).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from core.database_down import connection_failure
+        from core.errors_views import database_unavailable
+
+        if connection_failure(exception):
+            return database_unavailable(request, exception)
+        return None
+
+
 def _from_the_broker(exc: Exception) -> bool:
     """Tell a broker error from another OSError (a file not found is no broker outage)."""
     from kombu.exceptions import OperationalError

@@ -1,10 +1,12 @@
-"""The home page (what each role can do, plus the sections other apps register: core.home) and API tokens."""
+"""The home page (what each role can do, plus the sections other apps register: core.home), the login
+page, API tokens and the status page."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.http import (
     Http404,
     HttpRequest,
@@ -21,6 +23,8 @@ from core.api_tokens import (
     api_tokens_for_user,
     can_use_api_tokens,
 )
+from core.database_down import database_failure
+from core.errors_views import database_unavailable
 from core.home import home_sections
 from core.permissions import roles_required
 from core.roles import Role, user_roles
@@ -54,8 +58,33 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     return render(request, "core/api_tokens.html", context)
 
 
-@roles_required(Role.ADMIN)
+class LoginView(auth_views.LoginView):
+    """Django's login page, shown only when the database answers (issue 32).
+
+    Reading the form needs no database, so it showed during an outage and failed once sent:
+    the visitor learns at once instead (503, what to do). A sent form that fails is a 503 too
+    (``core.middleware.DatabaseUnavailableMiddleware``).
+    """
+
+    def get(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        failure = database_failure()
+        if failure is not None:
+            return database_unavailable(request, failure)
+        return super().get(request, *args, **kwargs)
+
+
+@login_not_required  # who may see it is read from the database: its outage is said to anyone
 def status(request: HttpRequest) -> HttpResponse:
+    """Say the database does not answer (503, its state only); else the administrators' status page."""
+    failure = database_failure()
+    if failure is not None:
+        return database_unavailable(request, failure)
+    return _status_for_admins(request)
+
+
+@login_required
+@roles_required(Role.ADMIN)
+def _status_for_admins(request: HttpRequest) -> HttpResponse:
     """For administrators: database, task queue, workers seen in the last minute, stalled work."""
     return render(request, "core/status.html", {"report": status_report()})
 

@@ -4,7 +4,8 @@
 PostgreSQL row locks from a connection of its own, so a worker can be stopped at an exact
 step (its claim or its store waits on the lock) and then SIGKILLed there; ``PrivateRedis`` is
 a redis-server of the test's own on a free port, restarted without persistence (the machine's
-shared Redis is never touched).
+shared Redis is never touched); ``PrivatePostgres`` a PostgreSQL server of its own, stopped and
+started again (the machine's PostgreSQL is never touched either).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -197,6 +199,84 @@ class PrivateRedis:
         self.stop()
         time.sleep(down_seconds)
         self.start()
+
+
+def _postgres_bin() -> Path | None:
+    """Find initdb and pg_ctl: on the PATH, or Debian's /usr/lib/postgresql/<version>/bin (newest first)."""
+    found = shutil.which("pg_ctl")
+    if found and shutil.which("initdb"):
+        return Path(found).parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    for folder in reversed(versions):
+        if (folder / "initdb").exists() and (folder / "pg_ctl").exists():
+            return folder
+    return None
+
+
+class PrivatePostgres:
+    """A PostgreSQL server of this test's own (initdb, trust auth, no fsync), on 127.0.0.1 at a free port.
+
+    PostgreSQL refuses to run as root: as root, its files belong to the ``postgres`` account and
+    its commands run as that account (``runuser``); the folder is then outside pytest's tmp_path,
+    which only root may enter, and removed by ``remove``.
+    """
+
+    def __init__(self) -> None:
+        folder = _postgres_bin()
+        if folder is None:
+            pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
+        self.bin = folder
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="evalsite-pg-"))
+        self.as_postgres: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+
+            try:
+                account = pwd.getpwnam("postgres")
+            except KeyError:
+                pytest.skip("running as root, and there is no postgres account to run PostgreSQL as")
+            os.chown(self.dir, account.pw_uid, account.pw_gid)
+            self.as_postgres = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    def url(self, name: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def _run(self, program: str, *args: str) -> None:
+        result = subprocess.run([*self.as_postgres, str(self.bin / program), *args], capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            pytest.fail(f"{program} failed: {result.stdout}{result.stderr}{self.log()}")
+
+    def log(self) -> str:
+        path = self.dir / "server.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections (on TCP only, not the machine's socket folder)."""
+        options = f"-p {self.port} -h 127.0.0.1 -k {self.dir} -c fsync=off -c full_page_writes=off"
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-o", options, "-w", "-t", "60", "start")
+
+    def stop(self) -> None:
+        """Stop it as an administrator would ("fast": open connections are ended); connections are then refused."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+
+    def create_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url().replace("postgres://", "postgresql://"), autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+    def remove(self) -> None:
+        """Stop the server if it runs and delete its files."""
+        if (self.data / "postmaster.pid").exists():
+            subprocess.run([*self.as_postgres, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"],
+                           capture_output=True, timeout=120)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _pings(client: Any) -> bool:

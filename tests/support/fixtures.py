@@ -103,3 +103,27 @@ def refusing_smtp_server() -> Iterator[LocalSMTP]:
 
     with LocalSMTP(refuse="550 5.1.1 Mailbox unavailable") as server, override_settings(**server.settings()):
         yield server
+
+
+@pytest.fixture
+def database_down(db) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Point this thread's default database at a PostgreSQL port where nothing listens; restore afterwards.
+
+    A real psycopg connection attempt, refused by the operating system (not a mock). Marks the test
+    as using the database (the test's own, in SQLite, is set aside, untouched, and comes back).
+    Yields the address, which no answer may show.
+    """
+    from django.db import connections
+    from django.db.utils import load_backend
+
+    original = connections["default"]
+    port = closed_port()
+    settings_dict = {**original.settings_dict, "ENGINE": "django.db.backends.postgresql", "NAME": "evalsite",
+                     "USER": "evalsite", "PASSWORD": "s3cret-not-shown", "HOST": "127.0.0.1", "PORT": str(port),
+                     "OPTIONS": {"connect_timeout": 3}, "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False}
+    down = load_backend("django.db.backends.postgresql").DatabaseWrapper(settings_dict, alias="default")
+    connections["default"] = down
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        connections["default"] = original
