@@ -249,6 +249,13 @@ def gold_accuracy(study: Study) -> GoldReport:
                       sorted(by_rater.values(), key=lambda r: r.username), min_for_alert=MIN_FOR_ALERT)
 
 
+def gold_report_if_used(study: Study) -> GoldReport | None:
+    """The progress page's gold checks: the report when the study uses gold (or did), else None."""
+    if study.gold_rate or study.assignments.filter(is_gold=True).exists():
+        return gold_accuracy(study)
+    return None
+
+
 def gold_rating_count(study: Study) -> int:
     """Count the submitted gold ratings (the methods paragraphs say they were kept out)."""
     return Rating.objects.filter(assignment__study=study, assignment__is_gold=True, status=RatingStatus.SUBMITTED).count()

@@ -26,6 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.models import OutageState, ProviderOutage
@@ -62,6 +63,11 @@ def register(family: Family) -> None:
 
 def retry_limit() -> int:
     return int(getattr(settings, "EVALSITE_OUTAGE_RETRIES", 3))
+
+
+def waiting_q(failed_status: str) -> Q:
+    """The rows that wait behind a breaker: failed on an outage, with automatic retries left."""
+    return Q(status=failed_status, error_kind__in=OUTAGE_KINDS, auto_retries__lt=retry_limit())
 
 
 def probe_delay(failures: int) -> float:

@@ -8,7 +8,7 @@ it as open until it is stored.
 
 from __future__ import annotations
 
-from core.outages import OUTAGE_KINDS, outage_answered, outage_failed, outage_summary, retry_limit
+from core.outages import OUTAGE_KINDS, outage_answered, outage_failed, outage_summary, waiting_q
 from judging.models import Judge, JudgeResult, JudgeRun, ResultStatus, RunStatus
 
 PREFIX = "judge:"
@@ -19,10 +19,9 @@ def breaker_key(judge_id: int) -> str:
 
 
 def waiting(key: str, limit: int | None) -> list[int]:
-    rows = JudgeResult.objects.filter(
-        judge_id=int(key[len(PREFIX):]), status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS,
-        auto_retries__lt=retry_limit(),
-    ).exclude(run__status=RunStatus.CANCELLED).order_by("finished_at", "pk").values_list("pk", flat=True)
+    rows = JudgeResult.objects.filter(waiting_q(ResultStatus.FAILED), judge_id=int(key[len(PREFIX):])).exclude(
+        run__status=RunStatus.CANCELLED
+    ).order_by("finished_at", "pk").values_list("pk", flat=True)
     return list(rows[:limit] if limit is not None else rows)
 
 
@@ -47,7 +46,7 @@ def results_stored(outcomes: list[tuple[int, str, str, str]]) -> None:
 
 def waiting_in_run(run: JudgeRun) -> int:
     """Count the run's judgements waiting for their provider to answer again."""
-    return run.results.filter(status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS, auto_retries__lt=retry_limit()).count()
+    return run.results.filter(waiting_q(ResultStatus.FAILED)).count()
 
 
 
@@ -55,6 +54,6 @@ def run_outage(run: JudgeRun) -> dict | None:
     """The run page's notice: how many judgements wait, for which judges, next check."""
     if run.status == RunStatus.CANCELLED:
         return None
-    rows = run.results.filter(status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS, auto_retries__lt=retry_limit())
+    rows = run.results.filter(waiting_q(ResultStatus.FAILED))
     judges = set(rows.values_list("judge_id", flat=True))
     return outage_summary([breaker_key(j) for j in judges], len(rows)) if judges else None

@@ -17,7 +17,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from core.bulk import insert_rows
-from core.outages import OUTAGE_KINDS, retry_limit
+from core.outages import waiting_q
 from core.transient import is_transient
 from judging import outages
 from judging.cache import DbCache
@@ -209,8 +209,7 @@ def judge_run_refresh(*, run_id: int) -> JudgeRun:
         open=Count("id", filter=Q(status__in=[ResultStatus.PENDING, ResultStatus.RUNNING])),
         # Failed because the judge's provider did not answer, with automatic retries left: the
         # run is not finished while its breaker will send them again (core.outages).
-        waiting=Count("id", filter=Q(status=ResultStatus.FAILED, error_kind__in=OUTAGE_KINDS,
-                                     auto_retries__lt=retry_limit())),
+        waiting=Count("id", filter=waiting_q(ResultStatus.FAILED)),
         calls=Sum("n_calls"),
         failed_calls=Sum("n_failed_calls"),
         cached=Sum("n_cached"),

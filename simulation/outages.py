@@ -20,7 +20,7 @@ from core.outages import (
     outage_failed,
     outage_summary,
     register,
-    retry_limit,
+    waiting_q,
 )
 from simulation.models import SimulationBatch, SimulationRun
 
@@ -29,15 +29,18 @@ RUNS_TASK = "simulation.tasks.simulation_runs_task"
 Status = SimulationRun.Status
 
 
+def _waiting():  # built when used: the retry limit is a setting
+    return waiting_q(Status.FAILED)
+
+
 def breaker_key(target_id: int) -> str:
     return f"{PREFIX}{target_id}"
 
 
 def _waiting_runs(key: str):  # type: ignore[no-untyped-def]
-    return SimulationRun.objects.filter(
-        target_id=int(key[len(PREFIX):]), status=Status.FAILED, error_kind__in=OUTAGE_KINDS,
-        auto_retries__lt=retry_limit(),
-    ).exclude(batch__status=SimulationBatch.Status.CANCELLED)
+    return SimulationRun.objects.filter(_waiting(), target_id=int(key[len(PREFIX):])).exclude(
+        batch__status=SimulationBatch.Status.CANCELLED
+    )
 
 
 def waiting(key: str, limit: int | None) -> list[int]:
@@ -79,9 +82,7 @@ def run_done(target_id: int) -> int:
 
 def waiting_in_batch_id(batch_id: int) -> int:
     """Count the batch's conversations waiting for their provider to answer again."""
-    return SimulationRun.objects.filter(
-        batch_id=batch_id, status=Status.FAILED, error_kind__in=OUTAGE_KINDS, auto_retries__lt=retry_limit()
-    ).count()
+    return SimulationRun.objects.filter(_waiting(), batch_id=batch_id).count()
 
 
 def waiting_in_batch(batch: SimulationBatch) -> int:
@@ -90,9 +91,7 @@ def waiting_in_batch(batch: SimulationBatch) -> int:
 
 def batch_outage(batch: SimulationBatch) -> dict | None:
     """The batch page's notice: how many conversations wait, for which chatbots, next check."""
-    rows = SimulationRun.objects.filter(
-        batch=batch, status=Status.FAILED, error_kind__in=OUTAGE_KINDS, auto_retries__lt=retry_limit()
-    ).exclude(batch__status=SimulationBatch.Status.CANCELLED)
+    rows = SimulationRun.objects.filter(_waiting(), batch=batch).exclude(batch__status=SimulationBatch.Status.CANCELLED)
     targets = set(rows.values_list("target_id", flat=True))
     return outage_summary([breaker_key(t) for t in targets], len(rows)) if targets else None
 

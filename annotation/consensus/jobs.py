@@ -169,6 +169,11 @@ def consensus_marker(study: Study) -> dict[str, Any]:
     return marker
 
 
+def shown_job(marker: dict[str, Any]) -> ConsensusJob | None:
+    """The job the page's poll and the API report: the one waiting or running, else a failure since the last success."""
+    return marker["active"] or marker["failed"]
+
+
 def _active_jobs() -> Any:
     return ConsensusJob.objects.filter(status__in=ACTIVE)
 

@@ -21,7 +21,7 @@ from rest_framework.routers import SimpleRouter
 from rest_framework.views import APIView
 
 from annotation.consensus import selectors as consensus_reads
-from annotation.consensus.jobs import consensus_marker, consensus_request, job_state
+from annotation.consensus.jobs import consensus_marker, consensus_request, job_state, shown_job
 from annotation.consensus.services import consensus_adjudicate
 from annotation.models import MemberRole, Study, StudyMembership
 from annotation.studies import progress as progress_reads
@@ -262,7 +262,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
     def consensus_job(self, request: Request, pk: str) -> Response:
         """The consensus job's progress, and whether the stored labels are up to date."""
         marker = consensus_marker(self.get_object())
-        job = marker["active"] or marker["failed"]
+        job = shown_job(marker)
         return Response({
             "job": job_state(job) if job is not None else None,
             "computed_at": marker["computed_at"].isoformat() if marker["computed_at"] else None,

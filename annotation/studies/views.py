@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation import gold
 from annotation.consensus import selectors as consensus_reads
 from annotation.consensus.adjudication import consensus_adjudicate_conversation
-from annotation.consensus.jobs import consensus_marker, consensus_request, job_state
+from annotation.consensus.jobs import consensus_marker, consensus_request, job_state, shown_job
 from annotation.consensus.services import consensus_adjudicate
 from annotation.errors import AnnotationError
 from annotation.models import AssignmentStatus, MemberRole
@@ -412,7 +412,7 @@ def study_progress(request: HttpRequest, pk: int) -> HttpResponse:
         "reminder_log": reminder_log(study),
         **_reminder_cooldown(study),
         # Gold conversations in the queues: each rater's accuracy on them (issue 29).
-        "gold_report": gold.gold_accuracy(study) if study.gold_rate or study.assignments.filter(is_gold=True).exists() else None,
+        "gold_report": gold.gold_report_if_used(study),
     }
     return render(request, "annotation/coordinator/study_progress.html", context)
 
@@ -483,8 +483,7 @@ def study_consensus_compute(request: HttpRequest, pk: int) -> HttpResponse:
 def study_consensus_job(request: HttpRequest, pk: int) -> JsonResponse:
     """The state of the study's consensus job, for the page's progress poll (JSON)."""
     study = reads.study_get_for_coordinator(request.user, pk=pk, write=False)
-    marker = consensus_marker(study)
-    job = marker["active"] or marker["failed"]
+    job = shown_job(consensus_marker(study))
     return JsonResponse(job_state(job) if job is not None else {"pending": False})
 
 
