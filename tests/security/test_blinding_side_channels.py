@@ -92,6 +92,8 @@ def _normalise(text: str, assignment: Assignment, conversation: Conversation, us
     text = re.sub(r'"(id|assignment|study|study_id|conversation)": ?\d+', r'"\1": ID', text)
     text = re.sub(r"[A-Za-z0-9]{64}", "TOKEN", text)  # CSRF tokens
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?", "TIME", text)
+    # Times as shown ("2026-12-05 13:53 UTC"): the two worlds may straddle a minute.
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d( UTC)?", "TIME", text)
     return text
 
 
