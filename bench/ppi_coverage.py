@@ -3,14 +3,17 @@
 Each setting simulates ``--studies`` studies (default 1,000): a chatbot's N judged
 conversations, a judge (or ensemble) whose errors are known, and n of the conversations rated
 by humans under a sampling plan. Every study computes, from stats.ppi:
-PPI as Angelopoulos et al. (2023) and ppi_py define it ("ppi"), power-tuned PPI++ ("ppi++"),
+PPI as Angelopoulos et al. (2023) and ppi_py define it ("ppi"), power-tuned PPI++ with ppi_py's
+same-sample lambda ("ppi++", for comparison) and with the cross-fitted lambda and t interval the
+report draws ("ppi++_cf"),
 the two-phase difference estimator ("two_phase", judge term over every judged conversation),
 the human-only and the judge-only estimates, and for unequal-probability plans PPI that
 ignores the inclusion probabilities ("ppi_unweighted"). Under a plan, rated conversations
 weigh 1/π and unrated ones 1/(1 - π). For each method it prints the share of 95% intervals that contain the true
 score (coverage), the mean interval width and the mean error of the estimate (bias), one
 RESULT line per method and setting. A correct method shows coverage near 0.95 (Monte Carlo
-sd 0.007 at 1,000 studies) and bias near 0.
+sd 0.007 at 1,000 studies, printed as mc_se) and bias near 0; an interval the app draws that
+covers less by more than two mc_se is marked check=below, and the run exits with status 1.
 
 Settings (truth in brackets):
   unbiased_judge      yes/no item, judge misses 10% of yes, adds 15% of no [0.6]
@@ -48,6 +51,12 @@ from stats.sampling import (  # noqa: E402
     plan_stratified,
     residual_variance_from_agreement,
 )
+
+NOMINAL = 0.95
+# The intervals the judge-assisted report draws (its PPI++ is the cross-fitted one); "ppi++"
+# (ppi_py's same-sample tuning), "judge_only" and "ppi_unweighted" are printed for comparison.
+APP_METHODS = ("ppi", "ppi++_cf", "two_phase", "human_only")
+BELOW: list[str] = []
 
 # One study: (human-rated y, judge on rated, judge on unrated, π of the rated or None, π of the unrated or None).
 Study = tuple[object, object, object, np.ndarray | None, np.ndarray | None]
@@ -169,7 +178,12 @@ def run_setting(
     n_total: int,
     n_studies: int,
 ) -> dict[str, float]:
-    """Print one RESULT line per method; return the mean PPI width (for the planning check)."""
+    """Print one RESULT line per method; return the mean widths and coverages.
+
+    Each line gives the coverage's Monte-Carlo standard error sqrt(0.95 · 0.05 / studies) and
+    ``check=below`` when an interval the app draws (APP_METHODS) covers less than nominal by
+    more than two of them (``check=ok``; ``check=reference`` for the comparison methods).
+    """
     rows: dict[str, list[tuple[bool, float, float]]] = {}
 
     def add(method: str, est: object) -> None:
@@ -184,23 +198,31 @@ def run_setting(
         tuned = estimator(y, f_lab, f_unl, tuned=True, **kw)
         add("ppi", classical.ppi)
         add("ppi++", tuned.ppi)
+        add("ppi++_cf", estimator(y, f_lab, f_unl, tuned=True, tuning="cross-fit", **kw).ppi)
         add("two_phase", estimator(y, f_lab, f_unl, inclusion_prob=pi, judge_term="all").ppi)
         add("human_only", classical.human_only)
         add("judge_only", classical.judge_only)
         if pi is not None:
             add("ppi_unweighted", estimator(y, f_lab, f_unl).ppi)
-    widths = {}
+    widths, coverages = {}, {}
+    mc_se = float(np.sqrt(NOMINAL * (1 - NOMINAL) / n_studies))
     for method, values in rows.items():
         covered, width, error = (np.array(v, dtype=float) for v in zip(*values, strict=True))
         width, error = width[~np.isnan(width)], error[~np.isnan(error)]
         widths[method] = float(width.mean()) if width.size else float("nan")
+        coverages[method] = float(covered.mean())
+        check = "reference"
+        if method in APP_METHODS:
+            check = "below" if coverages[method] < NOMINAL - 2 * mc_se else "ok"
+            if check == "below":
+                BELOW.append(f"{method} in {name} (n={n})")
         print(
             f"RESULT workload=ppi_coverage method={method} setting={name} n={n} N={n_total} "
-            f"coverage={covered.mean():.3f} mean_width={width.mean():.4f} "
-            f"bias={error.mean():+.4f} studies={n_studies}",
+            f"coverage={covered.mean():.3f} mc_se={mc_se:.4f} check={check} "
+            f"mean_width={width.mean():.4f} bias={error.mean():+.4f} studies={n_studies}",
             flush=True,
         )
-    return widths
+    return {"width": widths, "coverage": coverages}
 
 
 def drift_coverage(rng: np.random.Generator, k: int, n: int = 200, resamples: int = 500) -> None:
@@ -247,9 +269,9 @@ def main() -> None:
         planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=2000)
         print(
             f"RESULT workload=ppi_planning setting=biased_judge n={n} N=2000 "
-            f"expected_width={planned.ppi_width:.4f} mean_width={widths['ppi']:.4f} "
+            f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi']:.4f} "
             f"expected_human_only_width={planned.human_only_width:.4f} "
-            f"mean_human_only_width={widths['human_only']:.4f}",
+            f"mean_human_only_width={widths['width']['human_only']:.4f}",
             flush=True,
         )
     run_setting(
@@ -308,6 +330,9 @@ def main() -> None:
     )
     drift_coverage(rng, k)
     print(f"# {time.perf_counter() - started:.1f} s", flush=True)
+    if BELOW:
+        print(f"# more than two Monte-Carlo standard errors below {NOMINAL}: {'; '.join(BELOW)}", flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

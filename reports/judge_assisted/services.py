@@ -36,6 +36,7 @@ from reports.judge_assisted import selectors
 from reports.methods.facts import ensemble_facts, instrument_facts
 from stats.data import StatsInputError
 from stats.ppi import ESTIMATORS, PPIEstimate, ppi_amhart_score, ppi_item_rate, ppi_vera_mh_score
+from stats.ppi.results import Tuning
 
 CONFIDENCE = 0.95
 METHODS = ("judge_only", "human_only", "ppi", "ppi_tuned", "two_phase")
@@ -47,7 +48,7 @@ METHOD_LABELS = {
     "two_phase": "Two-phase difference estimator",
 }
 # The stats package's name of each page method (its estimator name and reference).
-METHOD_KEYS = {"judge_only": "judge_only", "human_only": "human_only", "ppi": "ppi", "ppi_tuned": "ppi++",
+METHOD_KEYS = {"judge_only": "judge_only", "human_only": "human_only", "ppi": "ppi", "ppi_tuned": "ppi++_cf",
                "two_phase": "two_phase"}
 NO_RATINGS = (
     "Judges only, uncorrected: no clinician rated {what} of this chatbot's conversations, so the judges' errors are not "
@@ -200,10 +201,13 @@ def _cannot(method: str, why: str) -> dict[str, Any]:
 def score_row(
     chatbot: str, score: tuple[str, str, str], flow: bool, human: dict[int, dict[str, str | None]],
     judge: Callable[[int], dict[str, str | None]], rated: list[int], unrated: list[int], weights: Weights,
+    tuning: Tuning = "cross-fit",
 ) -> dict[str, Any]:
     """Return one chatbot's estimates of one score by every method, from its rated and unrated conversations.
 
-    Also used by the leaderboard (per chatbot and persona risk level), so both pages give the same figures.
+    PPI++ cross-fits its λ (stats.ppi.engine); the leaderboard asks for ppi_py's same-sample λ
+    (``tuning="same-sample"``), because its pairwise bootstrap keeps one λ per chatbot fixed in
+    the resamples. Also used by the leaderboard (per chatbot and persona risk level).
     """
     key, label, scale = score
     estimator, entry = _estimator(key, flow)
@@ -222,7 +226,8 @@ def score_row(
         two_phase = estimator(*args, **kw, inclusion_prob=probs, judge_term="all")
         if paper_ok:
             classical = estimator(*args, **kw, inclusion_prob=probs, unlabeled_inclusion_prob=probs_u)
-            tuned = estimator(*args, **kw, inclusion_prob=probs, unlabeled_inclusion_prob=probs_u, tuned=True)
+            tuned = estimator(*args, **kw, inclusion_prob=probs, unlabeled_inclusion_prob=probs_u, tuned=True,
+                              tuning=tuning)
     except StatsInputError as exc:
         return {**row, "error": str(exc), "warning": None, **dict.fromkeys(METHODS)}
     base = classical if paper_ok else two_phase
@@ -268,8 +273,9 @@ def score_row(
 
 def methods_used() -> dict[str, dict[str, Any]]:
     """Return what each method is, for a methods paragraph: estimator, reference, ddof, λ."""
-    ddof = {"two_phase": 1}
-    lam = {"ppi": "1", "ppi_tuned": "tuned per row (lam_tuned), ppi_py's power tuning", "human_only": "0",
+    ddof = {"two_phase": 1, "ppi_tuned": 1}
+    lam = {"ppi": "1", "ppi_tuned": "ppi_py's power tuning, cross-fitted: each rated conversation's lambda is estimated "
+                                    "without it (leave-one-out); lam_tuned is their weighted mean", "human_only": "0",
            "two_phase": "1 (judge term over every judged conversation)"}
     return {
         method: {"label": METHOD_LABELS[method], **ESTIMATORS[METHOD_KEYS[method]], "ddof": ddof.get(method, 0),

@@ -153,7 +153,9 @@ def payload_base(context: str, ctx: Context, *, study: int | None, run: int | No
                               "that meet the minimums",
                 },
                 "ppi": PROCEDURES["ppi_bootstrap"],
-                "ppi_tuned": "each chatbot's lambda fixed at its full-sample PPI++ value in every resample",
+                "ppi_tuned": "each chatbot's lambda fixed at its full-sample PPI++ value (ppi_py's, estimated on the same "
+                             "rated conversations; the judge-assisted report cross-fits it, so its PPI++ can differ "
+                             "slightly) in every resample",
                 "seeding": "every pair's resamples come from a generator seeded with the seed alone",
             },
             "minimums": (f"a decision needs each chatbot's conversations with a score (humans only and PPI: rated "
@@ -296,7 +298,8 @@ def _assisted_rows(records: list[Record], ctx: Context) -> dict[str, dict[str, A
         (rated if r.human is not None else unrated).append(r.id)
     judge_of: Callable[[int], dict[str, str | None]] = lambda cid: judge.get(cid, {})  # noqa: E731
     return {
-        bot: score_row(bot, ctx.score, ctx.flow, human, judge_of, rated, unrated, ctx.weights)  # type: ignore[arg-type]
+        bot: score_row(bot, ctx.score, ctx.flow, human, judge_of, rated, unrated, ctx.weights,  # type: ignore[arg-type]
+                       tuning="same-sample")
         for bot, (rated, unrated) in sorted(by_bot.items())
     }
 

@@ -66,8 +66,11 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         f"(ddof {human.get('ddof', 0)}); prediction-powered inference (PPI; {cite('angelopoulos2023')}) with λ = "
         f"{ppi.get('lambda', '1')}, the judges' mean over the chatbot's unrated conversations corrected by the mean "
         f"human-minus-judge difference on the rated ones (ddof {ppi.get('ddof', 0)}); and its power-tuned variant PPI++ "
-        f"({cite('angelopoulos2023ppipp')}), with λ chosen per estimate to minimise the variance, as ppi_py chooses it "
-        f"(ddof {tuned.get('ddof', 0)}{_lambda_range(rows)})."
+        f"({cite('angelopoulos2023ppipp')}), with λ chosen to minimise the variance as ppi_py chooses it, but cross-fitted: "
+        f"each rated conversation's λ is estimated without that conversation (leave-one-out; "
+        f"{cite('chernozhukov2018', 'zrnic2024cross')}), because a λ estimated on the data it weights makes the interval "
+        f"cover less than stated at these sample sizes (bench/ppi_coverage.py); its interval uses Student's t with n − 1 "
+        f"degrees of freedom (ddof {tuned.get('ddof', 1)}; {cite('hesterberg2015')}{_lambda_range(rows)}, the mean λ)."
     )
     sentences.append(
         f"The API and CSV add the two-phase difference estimator, whose judge term averages over every judged conversation "
@@ -80,7 +83,8 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         + (f"; a score computed from several label shares gets its interval by the delta method ({cite('oehlert1992')})"
            if delta else "") + "."
     )
-    refs: tuple[str, ...] = ("angelopoulos2023", "angelopoulos2023ppipp", "sarndal1992", "breidt2017")
+    refs: tuple[str, ...] = ("angelopoulos2023", "angelopoulos2023ppipp", "chernozhukov2018", "zrnic2024cross",
+                             "hesterberg2015", "sarndal1992", "breidt2017")
     if delta:
         refs += ("oehlert1992",)
     if payload.get("weighted"):

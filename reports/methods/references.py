@@ -85,6 +85,13 @@ _ALL = [
     Reference("angelopoulos2023ppipp", "Angelopoulos, Duchi & Zrnic, 2023",
               "Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient prediction-powered "
               "inference. arXiv:2311.01453.", url="https://arxiv.org/abs/2311.01453"),
+    Reference("chernozhukov2018", "Chernozhukov et al., 2018",
+              "Chernozhukov, V., Chetverikov, D., Demirer, M., Duflo, E., Hansen, C., Newey, W., & Robins, J. (2018). "
+              "Double/debiased machine learning for treatment and structural parameters. The Econometrics Journal, "
+              "21(1), C1–C68.", doi="10.1111/ectj.12097"),
+    Reference("zrnic2024cross", "Zrnic & Candès, 2024",
+              "Zrnic, T., & Candès, E. J. (2024). Cross-prediction-powered inference. Proceedings of the National "
+              "Academy of Sciences, 121(15), e2322083121.", doi="10.1073/pnas.2322083121"),
     Reference("sarndal1992", "Särndal, Swensson & Wretman, 1992",
               "Särndal, C.-E., Swensson, B., & Wretman, J. (1992). Model assisted survey sampling. Springer."),
     Reference("hajek1971", "Hájek, 1971",

@@ -58,6 +58,25 @@ equals the paper's form with λ' = (N - n)/N. It needs the inclusion probabiliti
 conversations only. Tuned λ minimises its second term: λ̂ = Σ a_i u_i v_i / Σ a_i v_i²,
 a_i = (1 - π_i) w_i², u and v the Hájek-centred Y and Ŷ.
 
+**Cross-fitted PPI++** (``tuning="cross-fit"``, the judge-assisted report's PPI++). ppi_py's
+λ̂ is estimated on the rated conversations it then weights, so λ̂ is correlated with the
+rectifier mean_rated(Y - λŶ): at n = 100-150 that biases the estimate by about a fifth of its
+standard error and the interval covers 0.92 where 0.95 is stated (bench/ppi_coverage.py). Cross-
+fitting removes the correlation (the sample-splitting device of Chernozhukov et al.,
+"Double/debiased machine learning", Econometrics J. 21:C1-C68, 2018; for PPI, Zrnic & Candès,
+"Cross-prediction-powered inference", PNAS 121(15), 2024): each rated conversation i gets the
+λ̂_{-i} that the same formula gives without it (leave-one-out, so no random fold assignment and
+no dependence on row order), clipped to [0, 1]::
+
+    θ̂ = λ̄ · mean_unrated Ŷ + Σ w̃_i (Y_i - λ̂_{-i} Ŷ_i),     λ̄ = Σ w̃_i λ̂_{-i}
+
+    Var = λ̄² var₀(Ŷ over the unrated)/N' + n/(n-1) · Σ w̃_i² (R_i - R̄)²,   R_i = Y_i - λ̂_{-i} Ŷ_i
+
+with a small-sample correction: the rated term with divisor n - 1 (ddof 1) and Student's
+t_{n-1} quantile in place of z (the correction the leaderboard's intervals make; Hesterberg
+2015). The λ the result reports is λ̄. With n = 2 (no λ̂_{-i} defined) λ = 1 is used, with a
+note.
+
 Scores that are smooth functions of means (a yes-rate over applicable conversations, the
 VERA-MH score from its Best Practice, High Potential for Harm and relevant shares) are
 estimated by plugging the PPI estimates of the means into the score formula; the interval
@@ -80,13 +99,14 @@ reasons unrelated to their value.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from ..data import StatsInputError
 from .inputs import Sample, check_confidence, z_value
-from .results import JUDGE_TERMS, JudgeTerm, PPIEstimate, ScoreEstimate
+from .results import JUDGE_TERMS, TUNINGS, JudgeTerm, PPIEstimate, ScoreEstimate, Tuning
 
 __all__ = ["MEAN", "RATIO", "SMALL_N", "Target", "ppi_estimate"]
 
@@ -217,13 +237,91 @@ def _tuned_lambda(d: Sample, grad: np.ndarray, judge_term: JudgeTerm) -> float |
     return float(np.clip(numerator / denominator, 0.0, 1.0))
 
 
+def _loo_lambdas(d: Sample, grad: np.ndarray) -> np.ndarray:
+    """Return λ̂_{-i} for each rated conversation i: ``_tuned_lambda`` without conversation i.
+
+    Vectorised from running sums (O(n + N')); where a λ̂_{-i} is undefined, λ = 1. A plan with a
+    certainty stratum (π = 1) changes the judge term when a rated conversation is left out, so
+    then each λ̂_{-i} is computed by ``_tuned_lambda`` on the sample without i.
+    """
+    n = d.n
+    if d.weighted and bool((d.pi >= 1).any()) and d.m:
+        keep = np.ones(n, dtype=bool)
+        lams = np.ones(n)
+        for i in range(n):
+            keep[i] = False
+            found = _tuned_lambda(_without(d, keep), grad, "unlabeled")
+            lams[i] = 1.0 if found is None else found
+            keep[i] = True
+        return lams
+    z, zh = d.y @ grad, d.f_labeled @ grad
+    w = 1 / d.pi
+    total = w.sum() - w  # Σ_{j≠i} w_j
+    mean_z = (w @ z - w * z) / total
+    mean_h = (w @ zh - w * zh) / total
+    w2 = w**2
+    s_zh = w2 @ (z * zh) - w2 * z * zh
+    s_z = w2 @ z - w2 * z
+    s_h = w2 @ zh - w2 * zh
+    s_1 = w2.sum() - w2
+    numerator = (s_zh - mean_h * s_z - mean_z * s_h + mean_z * mean_h * s_1) / total**2
+    _, wu = _shares(d)
+    fu = d.f_unlabeled @ grad
+    pooled_n = n - 1 + fu.size
+    sum1 = zh.sum() + fu.sum() - zh
+    sum2 = (zh**2).sum() + (fu**2).sum() - zh**2
+    spread = (sum2 - sum1**2 / pooled_n) / (pooled_n - 1) if pooled_n > 1 else np.zeros(n)
+    denominator = (s_1 / total**2 + float(wu @ wu)) * spread
+    defined = denominator > 1e-15 * np.maximum(1.0, np.abs(numerator))
+    lam = np.divide(numerator, denominator, out=np.ones(n), where=defined)
+    return np.clip(lam, 0.0, 1.0)
+
+
+def _without(d: Sample, keep: np.ndarray) -> Sample:
+    return replace(d, y=d.y[keep], f_labeled=d.f_labeled[keep], pi=d.pi[keep])
+
+
+def _cross_fit(
+    d: Sample, target: Target, confidence: float, note: str | None
+) -> tuple[ScoreEstimate, float, list[str]]:
+    """Return the cross-fitted PPI++ estimate (module docstring), its λ̄ and notes."""
+    method = "ppi++_cf"
+    notes: list[str] = []
+    grad = target.gradient(_means(d, 1.0, "unlabeled"))
+    if not np.isfinite(grad).all():
+        return _undefined(method, confidence, target.undefined, 1), 1.0, notes
+    if d.n >= 3:
+        lams = _loo_lambdas(d, grad)
+    else:
+        lams = np.ones(d.n)
+        notes.append("power tuning needs at least 3 rated conversations: lambda = 1 used")
+    wl, wu = _shares(d)
+    judge_scores = _judge_sample(d)[1]
+    lam_bar = float(wl @ lams)
+    mu = lam_bar * (wu @ judge_scores) + wl @ (d.y - lams[:, None] * d.f_labeled)
+    value = target.score(mu)
+    grad = target.gradient(mu)
+    if not (np.isfinite(value) and np.isfinite(grad).all()):
+        return _undefined(method, confidence, target.undefined, 1), lam_bar, notes
+    caveat = target.caveat(mu) if target.caveat is not None else None
+    note = "; ".join(x for x in (note, caveat) if x) or None
+    z, zh = d.y @ grad, d.f_labeled @ grad
+    if _flat(z):
+        return _no_interval(method, value, confidence, note, 1, _flat_reason(d.n)), lam_bar, notes
+    imputed = lam_bar**2 * _linearised_var(wu, judge_scores @ grad) if lam_bar else 0.0
+    var = imputed + d.n / (d.n - 1) * _linearised_var(wl, z - lams * zh)
+    quantile = float(scipy_stats.t.ppf((1 + confidence) / 2, d.n - 1))
+    return _interval(method, value, var, confidence, note, 1, quantile), lam_bar, notes
+
+
 def _flat(x: np.ndarray) -> bool:
     """Tell whether the values are all the same (up to rounding)."""
     return x.size == 0 or float(np.ptp(x)) <= FLAT * max(1.0, float(np.abs(x).max()))
 
 
 def _interval(
-    method: str, value: float, var: float, confidence: float, note: str | None, ddof: int
+    method: str, value: float, var: float, confidence: float, note: str | None, ddof: int,
+    quantile: float | None = None,
 ) -> ScoreEstimate:
     se = float(np.sqrt(max(var, 0.0)))
     if se <= FLAT * max(1.0, abs(value)):
@@ -232,7 +330,7 @@ def _interval(
             "the estimated variance is zero (the scores leave no spread to measure), so a "
             "normal interval would be a single point",
         )
-    half = z_value(confidence) * se
+    half = (z_value(confidence) if quantile is None else quantile) * se
     return ScoreEstimate(method, value, se, value - half, value + half, confidence, note, None, ddof)
 
 
@@ -325,6 +423,11 @@ def _weights_name(d: Sample, judge_term: JudgeTerm) -> str:
     return "equal (every inclusion probability the same)"
 
 
+def _interval_name(target: Target, cross_fit: bool) -> str:
+    name = "Student t (n - 1 df), ddof 1" if cross_fit else "normal (Wald)"
+    return name if target.name == "mean" else f"{name}, delta method"
+
+
 def ppi_estimate(
     d: Sample,
     target: Target,
@@ -333,6 +436,7 @@ def ppi_estimate(
     tuned: bool,
     judge_term: JudgeTerm,
     notes: Sequence[str] = (),
+    tuning: Tuning = "same-sample",
 ) -> PPIEstimate:
     """Compute PPI (or PPI++), judge-only and human-only estimates of ``target`` on a sample.
 
@@ -342,6 +446,11 @@ def ppi_estimate(
     confidence = check_confidence(confidence)
     if judge_term not in JUDGE_TERMS:
         raise StatsInputError(f"judge_term must be one of {JUDGE_TERMS}, not {judge_term!r}")
+    if tuning not in TUNINGS:
+        raise StatsInputError(f"tuning must be one of {TUNINGS}, not {tuning!r}")
+    cross_fit = tuned and tuning == "cross-fit"
+    if cross_fit and judge_term != "unlabeled":
+        raise StatsInputError("cross-fitted tuning is defined for PPI (judge_term='unlabeled') only")
     _check_weights(d, judge_term)
     notes = list(notes)
     if d.n_dropped_labeled:
@@ -359,12 +468,12 @@ def ppi_estimate(
             "stated (bench/ppi_coverage.py)"
         )
     if judge_term == "unlabeled":
-        method = "ppi++" if tuned else "ppi"
+        method = ("ppi++_cf" if cross_fit else "ppi++") if tuned else "ppi"
     else:
         method = "two_phase_tuned" if tuned else "two_phase"
     lam = 1.0
     census = judge_term == "unlabeled" and d.m == 0
-    if tuned and d.n >= 2 and not census:
+    if tuned and d.n >= 2 and not census and not cross_fit:
         classical = _means(d, 1.0, judge_term)
         grad = target.gradient(classical)
         found = _tuned_lambda(d, grad, judge_term) if np.isfinite(grad).all() else None
@@ -381,6 +490,10 @@ def ppi_estimate(
             "every judged conversation was rated, so there is nothing for the judges to add: "
             "the humans-only estimate is the answer", 0,
         )
+    elif cross_fit and d.n >= 2:
+        note = _estimate(d, target, 1.0, judge_term, method, confidence).note
+        ppi, lam, more = _cross_fit(d, target, confidence, note)
+        notes.extend(more)
     else:
         ppi = _estimate(d, target, lam, judge_term, method, confidence)
     human = _estimate(d, target, 0.0, "unlabeled", "human_only", confidence)
@@ -405,6 +518,7 @@ def ppi_estimate(
         human_only=human,
         lam=lam,
         tuned=tuned,
+        tuning=tuning if tuned else None,
         judge_term=judge_term,
         weighted=d.weighted,
         n_labeled=d.n,
@@ -416,5 +530,5 @@ def ppi_estimate(
         effective_n=effective_n,
         notes=tuple(notes),
         weights=_weights_name(d, judge_term),
-        interval="normal (Wald)" if target.name == "mean" else "normal (Wald), delta method",
+        interval=_interval_name(target, cross_fit),
     )

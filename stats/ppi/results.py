@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ESTIMATORS", "JUDGE_TERMS", "JudgeTerm", "PPIEstimate", "ScoreEstimate"]
+__all__ = ["ESTIMATORS", "JUDGE_TERMS", "TUNINGS", "JudgeTerm", "PPIEstimate", "ScoreEstimate", "Tuning"]
 
 JudgeTerm = Literal["unlabeled", "all"]
 JUDGE_TERMS: tuple[JudgeTerm, ...] = ("unlabeled", "all")
+# How PPI++'s λ is estimated: on the rated conversations it weights (ppi_py's), or cross-fitted.
+Tuning = Literal["same-sample", "cross-fit"]
+TUNINGS: tuple[Tuning, ...] = ("same-sample", "cross-fit")
 
 # What each method is called in the literature, and where it comes from (for pages, API, CSV
 # and a methods paragraph).
@@ -22,6 +25,13 @@ ESTIMATORS: dict[str, dict[str, str]] = {
         "name": "Power-tuned prediction-powered inference (PPI++)",
         "reference": "Angelopoulos, Duchi & Zrnic, PPI++: Efficient prediction-powered inference, "
         "arXiv:2311.01453 (2023); lambda as ppi_py's ppi_mean_ci with lam=None",
+    },
+    "ppi++_cf": {
+        "name": "Power-tuned prediction-powered inference (PPI++), cross-fitted lambda",
+        "reference": "Angelopoulos, Duchi & Zrnic, PPI++, arXiv:2311.01453 (2023), with lambda "
+        "cross-fitted leave-one-out (Chernozhukov et al., Econometrics J. 21:C1-C68, 2018; Zrnic & "
+        "Candes, Cross-prediction-powered inference, PNAS 121(15), 2024) and a Student t (n - 1 df) "
+        "interval with ddof 1 (small-sample correction; Hesterberg, Am. Stat. 69:371-386, 2015)",
     },
     "two_phase": {
         "name": "Two-phase difference estimator (judge term over every judged conversation)",
@@ -130,6 +140,7 @@ class PPIEstimate:
     notes: tuple[str, ...] = ()
     weights: str = "equal"
     interval: str = "normal (Wald)"
+    tuning: Tuning | None = None
 
     @property
     def method(self) -> str:
@@ -148,6 +159,7 @@ class PPIEstimate:
             "human_only": self.human_only.as_dict(),
             "lam": self.lam,
             "tuned": self.tuned,
+            "tuning": self.tuning,
             "judge_term": self.judge_term,
             "weighted": self.weighted,
             "weights": self.weights,

@@ -20,7 +20,7 @@ from ..data import DEFAULT_NA_LABELS, StatsInputError, is_missing, is_na_label
 from ..scores import BEST_PRACTICE, HIGH_HARM, VERA_MH_LABELS, amhart_score
 from .engine import MEAN, RATIO, Target, ppi_estimate
 from .inputs import Values, as_scores, make_sample
-from .results import JudgeTerm, PPIEstimate
+from .results import JudgeTerm, PPIEstimate, Tuning
 
 __all__ = [
     "VERA_MH",
@@ -44,6 +44,7 @@ def ppi_mean(
     inclusion_prob: Values | None = None,
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
+    tuning: Tuning = "same-sample",
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's mean human score from judge scores and a human-rated sample.
@@ -75,7 +76,7 @@ def ppi_mean(
     f_lab = as_scores(yhat_labeled, "yhat_labeled")[:, None]
     f_unl = as_scores(yhat_unlabeled, "yhat_unlabeled")[:, None]
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term)
+    return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
 
 
 def ppi_ratio(
@@ -90,6 +91,7 @@ def ppi_ratio(
     inclusion_prob: Values | None = None,
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
+    tuning: Tuning = "same-sample",
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a ratio of two means, E[A]/E[B], from judge scores and a human-rated sample.
@@ -109,7 +111,7 @@ def ppi_ratio(
     f_lab = _columns(numerator_hat_labeled, denominator_hat_labeled, "hat_labeled")
     f_unl = _columns(numerator_hat_unlabeled, denominator_hat_unlabeled, "hat_unlabeled")
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term)
+    return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
 
 
 def _columns(a: Values, b: Values, suffix: str) -> np.ndarray:
@@ -146,6 +148,7 @@ def ppi_amhart_score(
     inclusion_prob: Values | None = None,
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
+    tuning: Tuning = "same-sample",
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's AMHART score, the mean of its conversation scores, with PPI.
@@ -160,7 +163,7 @@ def ppi_amhart_score(
     f_lab = amhart_conversation_scores(judge_labeled, "judge_labeled")[:, None]
     f_unl = amhart_conversation_scores(judge_unlabeled, "judge_unlabeled")[:, None]
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    estimate = ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term)
+    estimate = ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
     return _renamed(estimate, "amhart_score")
 
 
@@ -206,6 +209,7 @@ def ppi_item_rate(
     inclusion_prob: Values | None = None,
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
+    tuning: Tuning = "same-sample",
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate one item's yes-rate, yes / (yes + no) over conversations, with PPI.
@@ -221,7 +225,7 @@ def ppi_item_rate(
     f_lab = item_indicators(judge_labeled, "judge_labeled", **kw)
     f_unl = item_indicators(judge_unlabeled, "judge_unlabeled", **kw)
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    estimate = ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term)
+    estimate = ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
     return _renamed(estimate, "item_rate")
 
 
@@ -304,6 +308,7 @@ def ppi_vera_mh_score(
     inclusion_prob: Values | None = None,
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
+    tuning: Tuning = "same-sample",
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's VERA-MH score, (50 + BP%/2)(1 - HPH%/100)², with PPI.
@@ -322,7 +327,7 @@ def ppi_vera_mh_score(
     f_lab = vera_mh_counts(judge_labeled, "judge_labeled")
     f_unl = vera_mh_counts(judge_unlabeled, "judge_unlabeled")
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, VERA_MH, confidence=confidence, tuned=tuned, judge_term=judge_term)
+    return ppi_estimate(d, VERA_MH, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
 
 
 def _renamed(estimate: PPIEstimate, target: str) -> PPIEstimate:
