@@ -17,6 +17,9 @@ design, and the clusters are persona x repetition cells). Per setting it prints 
                 the false-alarm rate)
   fwer          share of benchmarks with at least one wrong "higher" decision among all pairs
                 (Holm's familywise error; at most 0.05 expected)
+  mc_se         the Monte-Carlo standard error sqrt(0.95 · 0.05 / studies); check= says
+                coverage_below (more than 2 mc_se under 0.95) or fwer_above (more than 2 mc_se over
+                0.05), and the run exits with status 1 (check=ok otherwise)
   width_ratio   mean paired width / unpaired width (the same conversations with each chatbot's
                 personas named apart): below 1 when pairing cancels persona effects
 
@@ -92,6 +95,10 @@ def amhart_units(logit: dict[str, float], personas: int, reps: int, sd: float,
     return units, truth
 
 
+NOMINAL = 0.95
+BELOW: list[str] = []
+
+
 def run_setting(name: str, make, truth: dict[tuple[str, str], float], score: str, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 rng: np.random.Generator) -> str:
     covered, widths, ratios, higher, wrong = [], [], [], [], []
@@ -117,9 +124,19 @@ def run_setting(name: str, make, truth: dict[tuple[str, str], float], score: str
                 higher.append(pair.decision == "higher" and pair.a == "A")
             any_wrong |= pair.decision == "higher" and true <= 0
         wrong.append(any_wrong)
+    # Monte-Carlo standard errors over benchmarks (pairs of one benchmark are not independent, so the
+    # number of benchmarks, not of intervals, is the sample size: the conservative choice).
+    mc_se = float(np.sqrt(NOMINAL * (1 - NOMINAL) / args.studies))
+    coverage, fwer = float(np.mean(covered)), float(np.mean(wrong))
+    problems = []
+    if coverage < NOMINAL - 2 * mc_se:
+        problems.append("coverage_below")
+    if fwer > (1 - NOMINAL) + 2 * mc_se:
+        problems.append("fwer_above")
+    BELOW.extend(f"{p} in {name}" for p in problems)
     return (f"RESULT workload=leaderboard-{name} studies={args.studies} resamples={args.resamples} "
-            f"coverage={np.mean(covered):.3f} width={np.mean(widths):.4g} higher={np.mean(higher):.3f} "
-            f"fwer={np.mean(wrong):.3f} width_ratio={np.mean(ratios):.3f}")
+            f"coverage={coverage:.3f} mc_se={mc_se:.4f} width={np.mean(widths):.4g} higher={np.mean(higher):.3f} "
+            f"fwer={fwer:.3f} width_ratio={np.mean(ratios):.3f} check={','.join(problems) or 'ok'}")
 
 
 def main() -> None:
@@ -148,12 +165,21 @@ def main() -> None:
         if not only or name in only:
             print(run_setting(name, make, truth, score, args, rng), flush=True)
     if only and "speed" not in only:
+        _exit_on_problems()
         return
     units = vera_units({f"BOT-{i}": 0.1 * i for i in range(8)}, 100, 3, sd, noise, rng)
     started = time.perf_counter()
     compare_chatbots(units, score="vera_mh", method="judge_only")
     print(f"RESULT workload=leaderboard-speed chatbots=8 personas=100 repetitions=3 pairs=28 resamples=5000 "
           f"seconds={time.perf_counter() - started:.2f}")
+    _exit_on_problems()
+
+
+def _exit_on_problems() -> None:
+    """Exit with status 1 when a setting's coverage or familywise error misses by more than 2 mc_se."""
+    if BELOW:
+        print(f"# more than two Monte-Carlo standard errors from {NOMINAL}: {'; '.join(BELOW)}", flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
