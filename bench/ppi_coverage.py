@@ -3,9 +3,9 @@
 Each setting simulates ``--studies`` studies (default 1,000): a chatbot's N judged
 conversations, a judge (or ensemble) whose errors are known, and n of the conversations rated
 by humans under a sampling plan. Every study computes, from stats.ppi:
-PPI as Angelopoulos et al. (2023) and ppi_py define it ("ppi"), power-tuned PPI++ with ppi_py's
-same-sample lambda ("ppi++", for comparison) and with the cross-fitted lambda and t interval the
-report draws ("ppi++_cf"),
+PPI as Angelopoulos et al. (2023) define it with the report's small-sample t interval ("ppi") and
+with ppi_py's normal one ("ppi_z"), power-tuned PPI++ with ppi_py's same-sample lambda ("ppi++",
+for comparison) and with the cross-fitted lambda the report draws ("ppi++_cf"),
 the two-phase difference estimator ("two_phase", judge term over every judged conversation),
 the human-only and the judge-only estimates, and for unequal-probability plans PPI that
 ignores the inclusion probabilities ("ppi_unweighted"). Under a plan, rated conversations
@@ -53,8 +53,9 @@ from stats.sampling import (  # noqa: E402
 )
 
 NOMINAL = 0.95
-# The intervals the judge-assisted report draws (its PPI++ is the cross-fitted one); "ppi++"
-# (ppi_py's same-sample tuning), "judge_only" and "ppi_unweighted" are printed for comparison.
+# The intervals the judge-assisted report draws: Student t (n - 1) with ddof 1, and its PPI++ is the
+# cross-fitted one. Printed for comparison: "ppi_z", "human_only_z" and "ppi++" (ppi_py's own normal
+# intervals, ddof 0, and its same-sample tuning), "judge_only" and "ppi_unweighted".
 APP_METHODS = ("ppi", "ppi++_cf", "two_phase", "human_only")
 BELOW: list[str] = []
 
@@ -194,13 +195,16 @@ def run_setting(
 
     for y, f_lab, f_unl, pi, pi_u in studies:
         kw = {"inclusion_prob": pi, "unlabeled_inclusion_prob": pi_u}
-        classical = estimator(y, f_lab, f_unl, **kw)
+        classical = estimator(y, f_lab, f_unl, small_sample=True, **kw)
+        reference = estimator(y, f_lab, f_unl, **kw)  # ppi_py's z intervals, ddof 0
         tuned = estimator(y, f_lab, f_unl, tuned=True, **kw)
         add("ppi", classical.ppi)
+        add("ppi_z", reference.ppi)
         add("ppi++", tuned.ppi)
         add("ppi++_cf", estimator(y, f_lab, f_unl, tuned=True, tuning="cross-fit", **kw).ppi)
-        add("two_phase", estimator(y, f_lab, f_unl, inclusion_prob=pi, judge_term="all").ppi)
+        add("two_phase", estimator(y, f_lab, f_unl, inclusion_prob=pi, judge_term="all", small_sample=True).ppi)
         add("human_only", classical.human_only)
+        add("human_only_z", reference.human_only)
         add("judge_only", classical.judge_only)
         if pi is not None:
             add("ppi_unweighted", estimator(y, f_lab, f_unl).ppi)
@@ -269,9 +273,9 @@ def main() -> None:
         planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=2000)
         print(
             f"RESULT workload=ppi_planning setting=biased_judge n={n} N=2000 "
-            f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi']:.4f} "
+            f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi_z']:.4f} "
             f"expected_human_only_width={planned.human_only_width:.4f} "
-            f"mean_human_only_width={widths['width']['human_only']:.4f}",
+            f"mean_human_only_width={widths['width']['human_only_z']:.4f}",
             flush=True,
         )
     run_setting(

@@ -221,7 +221,7 @@ def score_row(
     probs = [weights.rated[c] for c in rated] if weights.rated is not None else None
     probs_u = [weights.unrated[c] for c in unrated] if weights.unrated is not None else None
     paper_ok = probs is None or probs_u is not None
-    kw: dict[str, Any] = {"confidence": CONFIDENCE}
+    kw: dict[str, Any] = {"confidence": CONFIDENCE, "small_sample": True}
     try:
         two_phase = estimator(*args, **kw, inclusion_prob=probs, judge_term="all")
         if paper_ok:
@@ -273,7 +273,7 @@ def score_row(
 
 def methods_used() -> dict[str, dict[str, Any]]:
     """Return what each method is, for a methods paragraph: estimator, reference, ddof, λ."""
-    ddof = {"two_phase": 1, "ppi_tuned": 1}
+    ddof = {"two_phase": 1, "ppi_tuned": 1, "ppi": 1, "human_only": 1}
     lam = {"ppi": "1", "ppi_tuned": "ppi_py's power tuning, cross-fitted: each rated conversation's lambda is estimated "
                                     "without it (leave-one-out); lam_tuned is their weighted mean", "human_only": "0",
            "two_phase": "1 (judge term over every judged conversation)"}

@@ -324,7 +324,7 @@ def _humans_alone_score(bot: str, records: list[Record], ctx: Context, own: Any)
     entries = [_entry(r.human) for r in records if r.human is not None]
     estimator = ppi_vera_mh_score if ctx.flow else ppi_amhart_score
     try:
-        est = estimator(entries, entries, [], confidence=CONFIDENCE).human_only.as_dict()
+        est = estimator(entries, entries, [], confidence=CONFIDENCE, small_sample=True).human_only.as_dict()
     except StatsInputError as exc:
         est = {"cannot_estimate": f"cannot be estimated: {exc}"}
     return {"chatbot": bot, **_estimate(est), "interval": "normal", "n_conversations": own.n_conversations,

@@ -69,8 +69,8 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         f"({cite('angelopoulos2023ppipp')}), with λ chosen to minimise the variance as ppi_py chooses it, but cross-fitted: "
         f"each rated conversation's λ is estimated without that conversation (leave-one-out; "
         f"{cite('chernozhukov2018', 'zrnic2024cross')}), because a λ estimated on the data it weights makes the interval "
-        f"cover less than stated at these sample sizes (bench/ppi_coverage.py); its interval uses Student's t with n − 1 "
-        f"degrees of freedom (ddof {tuned.get('ddof', 1)}; {cite('hesterberg2015')}{_lambda_range(rows)}, the mean λ)."
+        f"cover less than stated at these sample sizes (bench/ppi_coverage.py) (ddof {tuned.get('ddof', 1)}"
+        f"{_lambda_range(rows)}, the mean λ)."
     )
     sentences.append(
         f"The API and CSV add the two-phase difference estimator, whose judge term averages over every judged conversation "
@@ -78,13 +78,20 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     )
     interval = str(payload.get("interval") or "normal (Wald)")
     delta = "delta method" in interval
+    if interval.startswith("Student t"):
+        interval = ("small-sample t (the estimate ± Student's t quantile with n − 1 degrees of freedom times its standard "
+                    "error, n the rated conversations, their variance with divisor n − 1: the normal interval covers "
+                    f"less than stated with tens of ratings; {cite('hesterberg2015')})")
     sentences.append(
-        f"Intervals are {confidence} {interval.split(';')[0].strip()} intervals"
+        f"Intervals are {confidence} {interval.split(';')[0].strip() if not interval.startswith('small') else interval} "
+        "intervals"
         + (f"; a score computed from several label shares gets its interval by the delta method ({cite('oehlert1992')})"
            if delta else "") + "."
     )
     refs: tuple[str, ...] = ("angelopoulos2023", "angelopoulos2023ppipp", "chernozhukov2018", "zrnic2024cross",
-                             "hesterberg2015", "sarndal1992", "breidt2017")
+                             "sarndal1992", "breidt2017")
+    if str(payload.get("interval") or "").startswith("Student t"):
+        refs += ("hesterberg2015",)
     if delta:
         refs += ("oehlert1992",)
     if payload.get("weighted"):

@@ -72,9 +72,7 @@ no dependence on row order), clipped to [0, 1]::
 
     Var = λ̄² var₀(Ŷ over the unrated)/N' + n/(n-1) · Σ w̃_i² (R_i - R̄)²,   R_i = Y_i - λ̂_{-i} Ŷ_i
 
-with a small-sample correction: the rated term with divisor n - 1 (ddof 1) and Student's
-t_{n-1} quantile in place of z (the correction the leaderboard's intervals make; Hesterberg
-2015). The λ the result reports is λ̄. With n = 2 (no λ̂_{-i} defined) λ = 1 is used, with a
+always with the small-sample t interval below (ddof 1 and Student's t_{n-1} with equal weights). The λ the result reports is λ̄. With n = 2 (no λ̂_{-i} defined) λ = 1 is used, with a
 note.
 
 Scores that are smooth functions of means (a yes-rate over applicable conversations, the
@@ -85,7 +83,13 @@ linearised score z_i = ∇g(μ̂)·Y_i (and ∇g(μ̂)·Ŷ_i for the judge), i.e
 ``ppi_mean_ci`` applied to the linearised scores; λ is tuned on the linearised scores at the
 λ = 1 estimate. For a plain mean (an AMHART score) the gradient is 1 and nothing changes.
 
-Intervals are normal (Wald): θ̂ ± z_{(1+c)/2} SE. An interval is not given, and the reason is
+Intervals are normal (Wald): θ̂ ± z_{(1+c)/2} SE, as ppi_py draws them. With ``small_sample=True``
+(what the judge-assisted report draws, for PPI, PPI++, the two-phase and the humans-only
+estimates) they are small-sample t intervals: the rated term's variance multiplied by
+n_e/(n_e - 1) and θ̂ ± t_{n_e - 1, (1+c)/2} SE, n_e = 1/Σ w̃² Kish's effective number of rated
+conversations (n with equal weights: ddof 1 and Student's t_{n-1}; Kish, Survey Sampling, 1965,
+sec. 11.7; Hesterberg 2015 on z where t belongs). bench/ppi_coverage.py measures both.
+An interval is not given, and the reason is
 said in words, when fewer than 2 rated conversations have a score, when the human scores of
 the rated conversations do not vary (every one the same label: their spread, on which the
 interval rests, cannot be estimated), or when the estimated variance is zero. With fewer
@@ -199,13 +203,17 @@ def _means(d: Sample, lam: float, judge_term: JudgeTerm) -> np.ndarray:
     return lam * judge_mean + _hajek(1 / d.pi, d.y - lam * d.f_labeled)
 
 
-def _variance(d: Sample, lam: float, grad: np.ndarray, judge_term: JudgeTerm) -> float:
-    """Return the estimated variance of the estimate of g(μ) for this λ."""
+def _variance(d: Sample, lam: float, grad: np.ndarray, judge_term: JudgeTerm, small: bool = False) -> float:
+    """Return the estimated variance of the estimate of g(μ) for this λ (``small``: rated term ddof 1)."""
     z, zh = d.y @ grad, d.f_labeled @ grad
     if judge_term == "unlabeled":
         wl, wu = _shares(d)
         imputed = lam**2 * _linearised_var(wu, _judge_sample(d)[1] @ grad) if lam and d.m else 0.0
-        return imputed + _linearised_var(wl, z - lam * zh)
+        rated = _linearised_var(wl, z - lam * zh)
+        if small:
+            n_eff = _kish(wl)
+            rated *= n_eff / (n_eff - 1)
+        return imputed + rated
     n = d.n
     w = 1 / d.pi
     total_w = w.sum()
@@ -309,9 +317,9 @@ def _cross_fit(
     if _flat(z):
         return _no_interval(method, value, confidence, note, 1, _flat_reason(d.n)), lam_bar, notes
     imputed = lam_bar**2 * _linearised_var(wu, judge_scores @ grad) if lam_bar else 0.0
-    var = imputed + d.n / (d.n - 1) * _linearised_var(wl, z - lams * zh)
-    quantile = float(scipy_stats.t.ppf((1 + confidence) / 2, d.n - 1))
-    return _interval(method, value, var, confidence, note, 1, quantile), lam_bar, notes
+    n_eff = _kish(wl)
+    var = imputed + n_eff / (n_eff - 1) * _linearised_var(wl, z - lams * zh)
+    return _interval(method, value, var, confidence, note, 1, _t_quantile(confidence, n_eff)), lam_bar, notes
 
 
 def _flat(x: np.ndarray) -> bool:
@@ -364,10 +372,11 @@ def _flat_reason(n: int) -> str:
 
 
 def _estimate(
-    d: Sample, target: Target, lam: float, judge_term: JudgeTerm, method: str, confidence: float
+    d: Sample, target: Target, lam: float, judge_term: JudgeTerm, method: str, confidence: float,
+    small: bool = False,
 ) -> ScoreEstimate:
-    """Return the estimate for this λ, or why it has no interval."""
-    ddof = 1 if judge_term == "all" and method != "human_only" else 0
+    """Return the estimate for this λ, or why it has no interval (``small``: ddof 1 and t_{n-1})."""
+    ddof = 1 if (judge_term == "all" and method != "human_only") or small else 0
     if d.n == 0:
         return _undefined(method, confidence, _too_few(0), ddof)
     term = "unlabeled" if method == "human_only" else judge_term
@@ -381,7 +390,18 @@ def _estimate(
         return _no_interval(method, value, confidence, note, ddof, _too_few(d.n))
     if _flat(d.y @ grad):
         return _no_interval(method, value, confidence, note, ddof, _flat_reason(d.n))
-    return _interval(method, value, _variance(d, lam, grad, term), confidence, note, ddof)
+    quantile = _t_quantile(confidence, _kish(_shares(d)[0])) if small else None
+    return _interval(method, value, _variance(d, lam, grad, term, small), confidence, note, ddof, quantile)
+
+
+def _t_quantile(confidence: float, n: float) -> float:
+    """Return Student's t_{n-1} quantile at (1 + confidence)/2 (n: the effective number of rated conversations)."""
+    return float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1))
+
+
+def _kish(shares: np.ndarray) -> float:
+    """Return Kish's effective sample size 1/Σ w̃² of normalised weights (n with equal weights)."""
+    return float(1 / (shares @ shares))
 
 
 def _judge_only(d: Sample, target: Target, confidence: float) -> ScoreEstimate:
@@ -423,8 +443,8 @@ def _weights_name(d: Sample, judge_term: JudgeTerm) -> str:
     return "equal (every inclusion probability the same)"
 
 
-def _interval_name(target: Target, cross_fit: bool) -> str:
-    name = "Student t (n - 1 df), ddof 1" if cross_fit else "normal (Wald)"
+def _interval_name(target: Target, small: bool) -> str:
+    name = "Student t (n - 1 df), ddof 1" if small else "normal (Wald)"
     return name if target.name == "mean" else f"{name}, delta method"
 
 
@@ -437,6 +457,7 @@ def ppi_estimate(
     judge_term: JudgeTerm,
     notes: Sequence[str] = (),
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
 ) -> PPIEstimate:
     """Compute PPI (or PPI++), judge-only and human-only estimates of ``target`` on a sample.
 
@@ -495,8 +516,8 @@ def ppi_estimate(
         ppi, lam, more = _cross_fit(d, target, confidence, note)
         notes.extend(more)
     else:
-        ppi = _estimate(d, target, lam, judge_term, method, confidence)
-    human = _estimate(d, target, 0.0, "unlabeled", "human_only", confidence)
+        ppi = _estimate(d, target, lam, judge_term, method, confidence, small_sample)
+    human = _estimate(d, target, 0.0, "unlabeled", "human_only", confidence, small_sample)
     judge = _judge_only(d, target, confidence)
     effective_n = None
     if ppi.std_error and d.n >= 2:
@@ -530,5 +551,5 @@ def ppi_estimate(
         effective_n=effective_n,
         notes=tuple(notes),
         weights=_weights_name(d, judge_term),
-        interval=_interval_name(target, cross_fit),
+        interval=_interval_name(target, small_sample or cross_fit),
     )

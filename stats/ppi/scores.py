@@ -45,6 +45,7 @@ def ppi_mean(
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's mean human score from judge scores and a human-rated sample.
@@ -76,7 +77,8 @@ def ppi_mean(
     f_lab = as_scores(yhat_labeled, "yhat_labeled")[:, None]
     f_unl = as_scores(yhat_unlabeled, "yhat_unlabeled")[:, None]
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
+    return ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning,
+                        small_sample=small_sample)
 
 
 def ppi_ratio(
@@ -92,6 +94,7 @@ def ppi_ratio(
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a ratio of two means, E[A]/E[B], from judge scores and a human-rated sample.
@@ -111,7 +114,8 @@ def ppi_ratio(
     f_lab = _columns(numerator_hat_labeled, denominator_hat_labeled, "hat_labeled")
     f_unl = _columns(numerator_hat_unlabeled, denominator_hat_unlabeled, "hat_unlabeled")
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
+    return ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning,
+                        small_sample=small_sample)
 
 
 def _columns(a: Values, b: Values, suffix: str) -> np.ndarray:
@@ -149,6 +153,7 @@ def ppi_amhart_score(
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's AMHART score, the mean of its conversation scores, with PPI.
@@ -163,7 +168,8 @@ def ppi_amhart_score(
     f_lab = amhart_conversation_scores(judge_labeled, "judge_labeled")[:, None]
     f_unl = amhart_conversation_scores(judge_unlabeled, "judge_unlabeled")[:, None]
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    estimate = ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
+    estimate = ppi_estimate(d, MEAN, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning,
+                        small_sample=small_sample)
     return _renamed(estimate, "amhart_score")
 
 
@@ -210,6 +216,7 @@ def ppi_item_rate(
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate one item's yes-rate, yes / (yes + no) over conversations, with PPI.
@@ -225,7 +232,8 @@ def ppi_item_rate(
     f_lab = item_indicators(judge_labeled, "judge_labeled", **kw)
     f_unl = item_indicators(judge_unlabeled, "judge_unlabeled", **kw)
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    estimate = ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
+    estimate = ppi_estimate(d, RATIO, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning,
+                        small_sample=small_sample)
     return _renamed(estimate, "item_rate")
 
 
@@ -309,6 +317,7 @@ def ppi_vera_mh_score(
     unlabeled_inclusion_prob: Values | None = None,
     tuned: bool = False,
     tuning: Tuning = "same-sample",
+    small_sample: bool = False,
     judge_term: JudgeTerm = "unlabeled",
 ) -> PPIEstimate:
     """Estimate a chatbot's VERA-MH score, (50 + BP%/2)(1 - HPH%/100)², with PPI.
@@ -327,7 +336,8 @@ def ppi_vera_mh_score(
     f_lab = vera_mh_counts(judge_labeled, "judge_labeled")
     f_unl = vera_mh_counts(judge_unlabeled, "judge_unlabeled")
     d = make_sample(y, f_lab, f_unl, inclusion_prob, unlabeled_inclusion_prob)
-    return ppi_estimate(d, VERA_MH, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning)
+    return ppi_estimate(d, VERA_MH, confidence=confidence, tuned=tuned, judge_term=judge_term, tuning=tuning,
+                        small_sample=small_sample)
 
 
 def _renamed(estimate: PPIEstimate, target: str) -> PPIEstimate:

@@ -73,6 +73,7 @@ def test_amhart_score_per_chatbot_is_the_ppi_of_the_statistics_package(judged):
             [list(truth[c.pk].values()) for c in lab],
             [list(_ensemble(run, c.pk).values()) for c in lab],
             [list(_ensemble(run, c.pk).values()) for c in unl],
+            small_sample=True,  # the report's small-sample t intervals
         )
         row = next(r for r in data["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(mine[0]))
         assert row["n_labeled"] == 5 and row["n_total"] == 12
@@ -172,7 +173,7 @@ def test_a_sampling_plan_weights_the_rated_conversations_by_their_inclusion_prob
     units = {int(k): v for k, v in study.sampling_plan.planning["unit_inclusion_prob"].items()}
     assert all(units[c.pk] == pytest.approx(pi[c.pk]) for c in lab)
     weighted = ppi_amhart_score(*args, inclusion_prob=[pi[c.pk] for c in lab],
-                                unlabeled_inclusion_prob=[units[c.pk] for c in unl])
+                                unlabeled_inclusion_prob=[units[c.pk] for c in unl], small_sample=True)
     row = next(r for r in data["rows"] if r["score"] == "amhart_score" and r["chatbot"] == chatbot_of(mine[0]))
     assert row["weighted"] is True and row["weights"].startswith("Hajek")
     assert row["ppi"]["estimate"] == pytest.approx(weighted.ppi.estimate)
@@ -223,9 +224,9 @@ def test_page_plot_api_and_csv_show_the_same_figures_to_readers_only(judged, coo
     rows = list(csv.DictReader(io.StringIO(client.get(f"/reports/studies/{study.pk}/judge-assisted.csv?run={run.pk}").content.decode())))
     assert len(rows) == 5 * len(direct["rows"])
     assert {r["method"] for r in rows} == {"judge_only", "human_only", "ppi", "ppi_tuned", "two_phase"}
-    assert {r["ddof"] for r in rows if r["method"] == "ppi"} == {"0"}
+    assert {r["ddof"] for r in rows if r["method"] == "ppi"} == {"1"}  # small-sample t intervals
     assert all("Prediction-powered inference (PPI)" == r["estimator"] for r in rows if r["method"] == "ppi")
-    assert api["methods_used"]["ppi_tuned"]["name"].startswith("Power-tuned") and api["methods_used"]["ppi"]["ddof"] == 0
+    assert api["methods_used"]["ppi_tuned"]["name"].startswith("Power-tuned") and api["methods_used"]["ppi"]["ddof"] == 1
     ppi = next(r for r in rows if r["method"] == "ppi" and r["score"] == "amhart_score" and r["chatbot"].startswith("BOT-A"))
     row = next(r for r in direct["rows"] if r["score"] == "amhart_score" and r["chatbot"].startswith("BOT-A"))
     assert float(ppi["estimate"]) == pytest.approx(row["ppi"]["estimate"])
