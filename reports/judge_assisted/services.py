@@ -299,7 +299,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         "judge_term": "PPI and PPI++: the unrated conversations (Angelopoulos et al. 2023); two-phase: every judged one",
         "method_labels": METHOD_LABELS,  # "methods" is the methods paragraph (reports.methods)
         "methods_used": methods_used(),
-        "interval": "normal (Wald); delta method for a function of means (item yes-rates, VERA-MH scores)",
+        "interval": "Student t (n - 1 df), ddof 1; delta method for a function of means (item yes-rates, VERA-MH scores)",
         "notes": [],
     }
     if run.instrument_id != study.instrument_id:

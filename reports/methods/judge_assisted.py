@@ -78,19 +78,22 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     )
     interval = str(payload.get("interval") or "normal (Wald)")
     delta = "delta method" in interval
-    if interval.startswith("Student t"):
-        interval = ("small-sample t (the estimate ± Student's t quantile with n − 1 degrees of freedom times its standard "
-                    "error, n the rated conversations, their variance with divisor n − 1: the normal interval covers "
-                    f"less than stated with tens of ratings; {cite('hesterberg2015')})")
+    small = interval.startswith("Student t")
+    if small:
+        interval = ("small-sample t intervals: the estimate ± Student's t quantile with n − 1 degrees of freedom times its "
+                    "standard error, n the rated conversations (Kish's effective number under a sampling plan), their "
+                    "variance with divisor n − 1; ppi_py draws normal intervals with divisor n, which cover less than "
+                    f"stated with tens of ratings ({cite('hesterberg2015')}; bench/ppi_coverage.py)")
+    else:
+        interval = f"{interval.split(';')[0].strip()} intervals"
     sentences.append(
-        f"Intervals are {confidence} {interval.split(';')[0].strip() if not interval.startswith('small') else interval} "
-        "intervals"
+        f"Intervals are {confidence} {interval}"
         + (f"; a score computed from several label shares gets its interval by the delta method ({cite('oehlert1992')})"
            if delta else "") + "."
     )
     refs: tuple[str, ...] = ("angelopoulos2023", "angelopoulos2023ppipp", "chernozhukov2018", "zrnic2024cross",
                              "sarndal1992", "breidt2017")
-    if str(payload.get("interval") or "").startswith("Student t"):
+    if small:
         refs += ("hesterberg2015",)
     if delta:
         refs += ("oehlert1992",)

@@ -245,7 +245,7 @@ def test_judge_assisted_paragraph_names_ppi_and_ppi_plus_plus_and_the_weights(pl
     lams = [r["lam_tuned"] for r in data["rows"] if r.get("lam_tuned") is not None]
     if lams:
         assert (f"λ = {min(lams):.2f}" in text) or (f"λ from {min(lams):.2f} to {max(lams):.2f}" in text)
-    assert "95% normal (Wald) intervals" in text and "ppi_py" in text
+    assert "95% small-sample t intervals" in text and "ppi_py draws normal intervals" in text
     unweighted = _text(judge_assisted_scorecard(study=by_hand, run=run))
     assert "treated as a simple random sample" in unweighted and "1/(1 − π)" not in unweighted
 
