@@ -41,20 +41,24 @@ run: install
 
 # Unit and browser tests on SQLite with eager Celery (TEST_WORKERS processes, pytest-xdist), and
 # beside them the integration module on PostgreSQL + Redis + a real worker (skipped with a reason
-# when those are absent, failed in CI); its output follows the unit tests'. The two never share a
-# Redis database: the integration module flushes its own (EVALSITE_TEST_REDIS_URL's, moved to
-# database 12), the unit workers take EVALSITE_TEST_REDIS_URL's and the ones below it.
+# when those are absent, failed in CI); its output follows the unit tests'. Redis databases are
+# taken by lease (tests/support/redis_lease.py), never assumed: the integration module the one
+# EVALSITE_TEST_REDIS_URL / EVALSITE_TEST_REDIS_DB name, or else a free one; each unit worker a
+# free one. Two checkouts on one Redis server never share or flush each other's database.
 TEST_WORKERS ?= 2
 test: install-dev install-model
 	$(VENV)/bin/ruff check .
 	@mkdir -p var; status=0; \
-	integration_redis=$$(printf '%s' "$$EVALSITE_TEST_REDIS_URL" | sed -E 's#^(rediss?://[^/]*)(/[0-9]*)?$$#\1/12#'); \
-	DJANGO_SETTINGS_MODULE=evalsite.settings.integration EVALSITE_TEST_REDIS_URL="$$integration_redis" \
+	DJANGO_SETTINGS_MODULE=evalsite.settings.integration \
 	  $(PY) -m pytest -m integration tests/integration --durations=15 $(PYTEST_ARGS) > var/integration-tests.log 2>&1 & pid=$$!; \
 	$(PY) -m pytest -m "not integration" -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS) || status=1; \
 	wait $$pid || status=1; \
 	echo "--- integration module (tests/integration, run beside the unit tests) ---"; cat var/integration-tests.log; \
 	exit $$status
+
+# Only the integration module (PostgreSQL + Redis + real workers), in the foreground.
+test-integration: install-dev install-model
+	DJANGO_SETTINGS_MODULE=evalsite.settings.integration $(PY) -m pytest -m integration tests/integration --durations=15 $(PYTEST_ARGS)
 
 test-unit: install-dev
 	$(PY) -m pytest -m "not integration and not browser" $(PYTEST_ARGS)

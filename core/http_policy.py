@@ -18,7 +18,11 @@ HTTP chatbot client open one around each call):
   the call (``OutboundRefused``, kind ``redirect``), so no second host is ever contacted;
 - every request must go to an allowed host and port (``core.api_hosts``), checked before it is
   sent (``OutboundRefused``, kind ``refused``): a token endpoint or region a provider derives
-  from the environment is held to the same list as the base URL.
+  from the environment is held to the same list as the base URL;
+- an async scope's ``guard`` (is the job still running, not cancelled?) is awaited at the wire,
+  right before each request is handed to httpx or aiohttp: after litellm's own preparation and
+  any wait for a shared client, so a cancel recorded while a call was being prepared stops it
+  (the exception the guard raised comes out of ``acall`` as it is, however litellm wrapped it).
 
 The scope is a context variable: it follows the call into the coroutines and executor threads
 litellm starts (``contextvars.copy_context``); tests/security/test_redirects.py drives each
@@ -60,6 +64,18 @@ class Scope:
     label: str = ""
     refusal: OutboundRefused | None = None
     requests: int = field(default=0)
+    guard: Callable[[], Awaitable[None]] | None = None
+    stopped: BaseException | None = None  # what the guard raised: the call was not sent
+
+    async def check(self) -> None:
+        """Await the guard right before a request leaves; remember what stopped it."""
+        if self.guard is None:
+            return
+        try:
+            await self.guard()
+        except BaseException as exc:
+            self.stopped = exc
+            raise
 
     def refuse(self, refusal: OutboundRefused) -> OutboundRefused:
         if self.refusal is None:
@@ -76,10 +92,10 @@ def current_scope() -> Scope | None:
 
 
 @contextlib.contextmanager
-def outbound_scope(label: str = "") -> Iterator[Scope]:
+def outbound_scope(label: str = "", guard: Callable[[], Awaitable[None]] | None = None) -> Iterator[Scope]:
     """Put every request sent inside the block under the policy (installing the hooks if needed)."""
     install()
-    scope = Scope(label)
+    scope = Scope(label, guard=guard)
     token = _scope.set(scope)
     try:
         yield scope
@@ -163,6 +179,7 @@ def _wrap_httpx() -> None:
             return await async_send(self, request, **kwargs)
         _check_destination(scope, request.url)
         kwargs["follow_redirects"] = False
+        await scope.check()
         response = await async_send(self, request, **kwargs)
         if _is_redirect(response.status_code):
             await response.aclose()
@@ -189,6 +206,7 @@ def _wrap_aiohttp() -> None:
             return await original(self, method, str_or_url, *args, **kwargs)
         _check_destination(scope, str_or_url)
         kwargs["allow_redirects"] = False
+        await scope.check()
         response = await original(self, method, str_or_url, *args, **kwargs)
         if _is_redirect(response.status):
             response.release()
@@ -219,14 +237,19 @@ def call(fn: Callable[..., T], /, *args: Any, label: str = "", **kwargs: Any) ->
             raise
 
 
-async def acall(fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "", **kwargs: Any) -> T:
-    """``call`` for a coroutine function."""
-    with outbound_scope(label) as scope:
+async def acall(
+    fn: Callable[..., Awaitable[T]], /, *args: Any, label: str = "", guard: Callable[[], Awaitable[None]] | None = None,
+    **kwargs: Any,
+) -> T:
+    """``call`` for a coroutine function; ``guard`` is awaited right before each request is sent."""
+    with outbound_scope(label, guard) as scope:
         try:
             return await fn(*args, **kwargs)
         except OutboundRefused:
             raise
         except Exception as exc:
+            if scope.stopped is not None and scope.stopped is not exc:
+                raise scope.stopped from exc  # the guard stopped it; the SDK wrapped that up
             if scope.refusal is not None:
                 raise scope.refusal from exc
             raise

@@ -15,24 +15,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def _own_redis_database_per_worker() -> None:
-    """Give each pytest-xdist worker after the first its own Redis database (the test one minus N).
-
-    The shared-limit tests clean up every ``evalsite-test:*`` key of their database when they
-    end: two workers on one database would delete each other's keys mid-test.
-    """
-    from urllib.parse import urlsplit
-
-    worker, url = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("EVALSITE_TEST_REDIS_URL", "")
-    n = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    if n and url:
-        parts = urlsplit(url)
-        base = int(parts.path.strip("/") or 0)
-        os.environ["EVALSITE_TEST_REDIS_URL"] = parts._replace(path=f"/{(base - n) % 16}").geturl()
-
-
-_own_redis_database_per_worker()
-
 PASSWORD = "a-Long-test-passw0rd"
 
 

@@ -31,11 +31,12 @@ DATABASES = {
 # flush their Redis database and Django drops and recreates the test database. Each checkout
 # sets its own with these variables (defaults: test_<NAME>, and database 15 of REDIS_URL's
 # server; EVALSITE_TEST_REDIS_URL names a whole URL instead). REDIS_URL's own database is never
-# the one flushed.
+# the one flushed. The test run itself takes its database by lease (tests/support/redis_lease.py:
+# the one named here, or a free one) and points these settings and its workers at it.
 if os.environ.get("EVALSITE_TEST_DATABASE_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["EVALSITE_TEST_DATABASE_NAME"]}
 REDIS_URL = os.environ.get("EVALSITE_TEST_REDIS_URL") or redis_url_on_db(
-    os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379", int(os.environ.get("EVALSITE_TEST_REDIS_DB", "15"))
+    os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379", int(os.environ.get("EVALSITE_TEST_REDIS_DB") or "15")
 )
 CELERY_BROKER_URL = REDIS_URL
 CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -617,9 +617,10 @@ async def achat(
     view), or look up in a database step before calling (and pass the ``request_hash`` it
     computed as ``known_hash``, so a large prompt is hashed once).
 
-    ``guard`` is awaited right before every attempt is sent (after its rate-limit slot is
-    taken, so a wait for a slot or a backoff cannot outlive a cancel): it raises to stop the
-    call (the job was cancelled, or its work taken over), and nothing is sent.
+    ``guard`` is awaited right before every request is sent (at the wire, after its rate-limit
+    slot is taken and litellm has prepared it, so no wait or preparation can outlive a
+    cancel): it raises to stop the call (the job was cancelled, or its work taken over), and
+    nothing is sent.
     """
     call = prepare_call(spec, messages, response_format, known_hash=known_hash)
     hit = _cached(call, cache)
@@ -633,10 +634,10 @@ async def achat(
             await acquire_async(limiter, spec.rate_key)
         started = time.perf_counter()
         try:
-            if guard is not None:
-                await guard()
-                started = time.perf_counter()
-            response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs)
+            # The guard runs at the wire (core.http_policy), not here: between here and the send
+            # lie litellm's preparation and the wait while the first call builds the shared
+            # client, and a cancel recorded then must still stop this call.
+            response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs, guard=guard)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)

@@ -3,8 +3,9 @@
 Run with ``DJANGO_SETTINGS_MODULE=evalsite.settings.integration`` (the Makefile does). The
 services come from the environment (``evalsite/settings/integration.py``): ``DATABASE_URL``
 and ``EVALSITE_TEST_DATABASE_NAME`` (the database the tests create and drop), ``REDIS_URL`` or
-``EVALSITE_TEST_REDIS_DB`` (the Redis database the tests flush). Nothing here assumes a host
-or a port. When the services are missing the tests are skipped with the reason, except in CI
+``EVALSITE_TEST_REDIS_DB`` / ``EVALSITE_TEST_REDIS_URL`` (the Redis database the tests flush:
+taken by a lease, ``tests/support/redis_lease.py``, so two runs on one server never share or
+flush each other's). Nothing here assumes a host or a port. When the services are missing the tests are skipped with the reason, except in CI
 (``CI=true``), where a missing service is a failure.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import redis_lease
 from tests.support.services import worker_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +64,39 @@ def _services_present():
 
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         pytest.fail("integration tests need DJANGO_SETTINGS_MODULE=evalsite.settings.integration")
-    missing = [problem for problem in (_postgres_problem(), _redis_problem()) if problem]
+    lease, redis_problem = _lease_redis_database()
+    missing = [problem for problem in (_postgres_problem(), redis_problem) if problem]
     if missing:
         message = "not answering: " + "; ".join(missing)
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message + " (CI: a missing service is a failure)")
         pytest.skip(message)
+    yield
+    if lease is not None:
+        redis_lease.set_current(None)
+        lease.release()
+
+
+def _lease_redis_database() -> tuple[redis_lease.RedisLease | None, str | None]:
+    """Take this run's Redis database by lease and point the settings, Celery and the workers' environment at it."""
+    import redis
+    from django.conf import settings
+
+    from evalsite.celery import app
+
+    try:
+        lease = redis_lease.acquire_from_env()
+    except redis.exceptions.RedisError as exc:
+        server, _, _ = redis_lease.candidates(os.environ)
+        return None, f"Redis ({_without_password(server)}): {exc}"
+    except redis_lease.LeaseUnavailable as exc:
+        return None, f"Redis: {exc}"
+    redis_lease.set_current(lease)
+    # Worker processes inherit the environment: they use exactly this database, and take no lease.
+    os.environ["EVALSITE_TEST_REDIS_URL"] = lease.url
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = lease.url
+    app.conf.broker_url = lease.url
+    return lease, _redis_problem()
 
 
 @pytest.fixture

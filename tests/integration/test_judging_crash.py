@@ -24,6 +24,7 @@ from judging import services
 from judging.models import JudgeLabel, JudgeResult, JudgeRun, ResultStatus, RunStatus
 from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conversation
 from tests.support.fake_llm import FakeLLM
+from tests.support.redis_lease import flush_test_redis
 from tests.support.services import worker_database_url
 
 pytestmark = pytest.mark.integration
@@ -41,14 +42,12 @@ def _wait_for(predicate, timeout: float) -> bool:  # type: ignore[no-untyped-def
 
 @pytest.fixture
 def start_worker(transactional_db, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    import redis
     from django.conf import settings
 
     from evalsite.celery import app
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
+    flush_test_redis()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "evalsite.settings.integration",
@@ -86,7 +85,7 @@ def start_worker(transactional_db, tmp_path, monkeypatch):  # type: ignore[no-un
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def test_a_worker_killed_mid_run_leaves_no_result_running(start_worker):

@@ -22,6 +22,7 @@ from tests.integration.harness import Gate, RowLock, Workers, wait_for
 from tests.integration.test_recovery_judging import FINISH_WITHIN, _judge
 from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conversation
 from tests.support.fake_llm import FakeLLM
+from tests.support.redis_lease import flush_test_redis
 
 pytestmark = pytest.mark.integration
 N = 3
@@ -29,12 +30,10 @@ N = 3
 
 @pytest.fixture
 def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, FakeLLM, RowLock]]:  # type: ignore[no-untyped-def]
-    import redis
     from django.conf import settings
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
+    flush_test_redis()
     pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "outage", **{KEY_ENV: SECRET})
     lock = RowLock()
     with FakeLLM(latency=0.2) as fake:
@@ -42,7 +41,7 @@ def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, Fa
         yield pool, fake, lock
         lock.close()
         pool.stop_all()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def _terminate_others(lock: RowLock) -> int:

@@ -15,6 +15,7 @@ from tests.integration.harness import Workers, wait_for
 from tests.integration.test_recovery_judging import _engine_ready, _judge
 from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conversation
 from tests.support.fake_llm import FakeLLM, http_500
+from tests.support.redis_lease import flush_test_redis
 
 pytestmark = pytest.mark.integration
 N = 4
@@ -22,18 +23,16 @@ N = 4
 
 @pytest.fixture
 def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, FakeLLM]]:  # type: ignore[no-untyped-def]
-    import redis
     from django.conf import settings
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
+    flush_test_redis()
     pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "provider", EVALSITE_OUTAGE_PROBE_SECONDS="1", **{KEY_ENV: SECRET})
     with FakeLLM(latency=0.05) as fake:
         fake.script("gpt", [http_500()])  # the provider is down
         yield pool, fake
         pool.stop_all()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def test_a_provider_outage_ends_by_itself_under_a_real_worker(setup):

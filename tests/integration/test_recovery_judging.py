@@ -20,6 +20,7 @@ from judging.models import JudgeLabel, JudgeResult, JudgeRun, ResultStatus, RunS
 from tests.integration.harness import Gate, RowLock, Workers, wait_for
 from tests.judging.conftest import KEY_ENV, SECRET, checklist_reply, make_conversation
 from tests.support.fake_llm import FakeLLM
+from tests.support.redis_lease import flush_test_redis
 
 pytestmark = pytest.mark.integration
 # Results per run, sent in messages of GROUP: a worker of concurrency 1 holds one message (four
@@ -33,12 +34,10 @@ FINISH_WITHIN = 3 + 1 + 20
 
 @pytest.fixture
 def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, FakeLLM, RowLock]]:  # type: ignore[no-untyped-def]
-    import redis
     from django.conf import settings
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
+    flush_test_redis()
     monkeypatch.setattr(settings, "EVALSITE_TASK_GROUP_SIZE", GROUP, raising=False)
     pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "judgefault", EVALSITE_TASK_GROUP_SIZE=str(GROUP), **{KEY_ENV: SECRET})
     lock = RowLock()
@@ -47,7 +46,7 @@ def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, Fa
         yield pool, fake, lock
         lock.close()
         pool.stop_all()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def _judge(fake: FakeLLM):  # type: ignore[no-untyped-def]

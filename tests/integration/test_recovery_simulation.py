@@ -21,6 +21,7 @@ from simulation.models import SimulationBatch, SimulationRun
 from tests.integration.harness import Gate, RowLock, Workers, wait_for
 from tests.simulation.sim_setup import KEY_ENV, SECRET, amhart_spec
 from tests.support.fake_llm import FakeLLM
+from tests.support.redis_lease import flush_test_redis
 
 pytestmark = pytest.mark.integration
 # Conversations, sent in messages of GROUP: a worker of concurrency 1 holds one message (three
@@ -33,12 +34,10 @@ FINISH_WITHIN = 3 + 1 + 25
 
 @pytest.fixture
 def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, FakeLLM, RowLock]]:  # type: ignore[no-untyped-def]
-    import redis
     from django.conf import settings
 
     monkeypatch.setenv(KEY_ENV, SECRET)
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
+    flush_test_redis()
     monkeypatch.setattr(settings, "EVALSITE_TASK_GROUP_SIZE", GROUP, raising=False)
     pool = Workers(tmp_path, settings.CELERY_BROKER_URL, "simfault", EVALSITE_TASK_GROUP_SIZE=str(GROUP), **{KEY_ENV: SECRET})
     lock = RowLock()
@@ -46,7 +45,7 @@ def setup(transactional_db, tmp_path, monkeypatch) -> Iterator[tuple[Workers, Fa
         yield pool, fake, lock
         lock.close()
         pool.stop_all()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def _batch(fake: FakeLLM, *, dispatch: bool = True) -> SimulationBatch:

@@ -25,6 +25,7 @@ from simulation.batch_spec import BatchSpec, UserAgent
 from simulation.batches import simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 from tests.support.fake_llm import FakeLLM
+from tests.support.redis_lease import flush_test_redis
 from tests.support.services import worker_database_url
 
 pytestmark = pytest.mark.integration
@@ -90,15 +91,11 @@ class Workers:
 
 @pytest.fixture
 def workers(transactional_db, tmp_path) -> Iterator[Workers]:  # type: ignore[no-untyped-def]
-    import redis
-    from django.conf import settings
-
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()  # this suite's own Redis database: no stale or unacked task from a past run
+    flush_test_redis()  # this run's own (leased) Redis database: no stale or unacked task from a past run
     pool = Workers(tmp_path)
     yield pool
     pool.stop_all()
-    broker.flushdb()
+    flush_test_redis()
 
 
 def test_a_worker_killed_mid_conversation_loses_nothing_and_duplicates_nothing(workers, monkeypatch):

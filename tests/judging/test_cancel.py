@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from judging import execute, services
 from judging.models import JudgeLabel, ResultStatus, RunStatus
 from simulation.llm.engine import db, run_jobs
+from tests.integration.harness import Gate
 from tests.support.fake_llm import FakeLLM, http_500
 
 from .conftest import checklist_reply, flow_reply, make_conversation
@@ -92,3 +94,37 @@ def test_a_result_in_its_backoff_makes_no_further_attempt_after_a_cancel(fake, a
     result_id = run.results.get().pk
     run_jobs([lambda: execute.judge_result_job(result_id=result_id), cancel_in_the_backoff])
     assert seen["at_cancel"] == 1 and fake.calls_total == 1
+
+
+def test_no_judgement_call_reaches_the_provider_after_the_cancel_is_recorded(fake, amhart, make_judge):
+    """16 conversations at C=8, the first call's reply held while the other slot holders wait behind it.
+
+    They had passed every check made before that wait (the first call to an endpoint builds
+    the shared HTTP client alone). Cancel is recorded, then the held reply is let go: none of
+    them may send.
+    """
+    conversations = [make_conversation() for _ in range(16)]
+    held = Gate(checklist_reply(), free=0)
+    fake.script("gpt", [held])
+    run = services.judge_run_create(
+        judges=[make_judge("gpt", amhart, max_concurrent=8)], conversation_ids=[c.pk for c in conversations], start=False
+    )
+    seen: dict[str, float] = {}
+
+    async def cancel() -> None:
+        while fake.in_flight < 1:  # the first call is at the server, its reply held
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.3)  # the other slot holders reach the wait behind it (only makes the old race certain)
+        await db(services.judge_run_cancel, run=run)
+        seen["cancelled_at"] = time.time()  # the cancel is committed
+        held.open()
+
+    ids = list(run.results.values_list("pk", flat=True))
+    run_jobs([*(lambda pk=pk: execute.judge_result_job(result_id=pk) for pk in ids), cancel])
+
+    late = [r.received_at - seen["cancelled_at"] for r in fake.requests if r.received_at > seen["cancelled_at"]]
+    assert late == []
+    assert fake.calls_total == 1  # the call in flight at the cancel, not one more
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert not JudgeLabel.objects.filter(result__run=run).exists()

@@ -93,6 +93,7 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    received_at: float = field(default_factory=time.time)  # when the server began handling it
 
     @property
     def model(self) -> str:

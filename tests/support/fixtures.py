@@ -60,23 +60,42 @@ def broker_down():  # type: ignore[no-untyped-def]
         conf[key] = value
 
 
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """Yield this checkout's test Redis URL (EVALSITE_TEST_REDIS_URL); skip without it, except under CI=true."""
+@pytest.fixture(scope="session")
+def _unit_redis_lease() -> Iterator[str | Exception]:
+    """Take a free database of EVALSITE_TEST_REDIS_URL's server for this test process, by lease.
+
+    Each pytest-xdist worker takes its own (they clean up each other's keys otherwise), never
+    the database the URL names (the integration module's, run beside them) nor REDIS_URL's.
+    """
     import redis
+
+    from tests.support import redis_lease
 
     url = os.environ.get("EVALSITE_TEST_REDIS_URL", "")
     if not url:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("EVALSITE_TEST_REDIS_URL must name a Redis database under CI (.ci/run sets it)")
-        pytest.skip("set EVALSITE_TEST_REDIS_URL to run the shared-limit tests")
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
+        yield RuntimeError("EVALSITE_TEST_REDIS_URL is not set")
+        return
+    taken = {redis_lease.url_db(url), redis_lease.url_db(os.environ.get("REDIS_URL", "")) or 0}
     try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
+        lease = redis_lease.acquire(url, [db for db in range(15, 0, -1) if db not in taken])
+    except (redis.exceptions.RedisError, redis_lease.LeaseUnavailable) as exc:
+        yield exc
+        return
+    yield lease.url
+    lease.release()
+
+
+@pytest.fixture
+def redis_url(_unit_redis_lease: str | Exception) -> Iterator[str]:
+    """Yield this process's test Redis database (leased on EVALSITE_TEST_REDIS_URL's server); skip without it, except under CI=true."""
+    import redis
+
+    if isinstance(_unit_redis_lease, Exception):
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Redis must answer at {url} under CI: {exc}")
-        pytest.skip(f"Redis does not answer at {url}: {exc}")
+            pytest.fail(f"the shared-limit tests need a Redis database under CI (.ci/run sets EVALSITE_TEST_REDIS_URL): {_unit_redis_lease}")
+        pytest.skip(f"set EVALSITE_TEST_REDIS_URL to a Redis server that answers to run the shared-limit tests ({_unit_redis_lease})")
+    url = _unit_redis_lease
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
     yield url
     for stale in client.scan_iter("evalsite-test:*"):
         client.delete(stale)
