@@ -32,7 +32,7 @@ from stats.leaderboard import (
     Unit,
     compare_chatbots,
 )
-from stats.ppi import ppi_amhart_score, ppi_vera_mh_score
+from stats.ppi import ESTIMATORS, ppi_amhart_score, ppi_vera_mh_score
 from stats.scorecard import VERA_RESAMPLES, VERA_SEED
 
 CONFIDENCE = 0.95
@@ -182,13 +182,19 @@ def _method_info(ctx: Context) -> dict[str, dict[str, Any]]:
             }
             continue
         info = assisted[method]
+        if method == "ppi_tuned":  # the leaderboard keeps ppi_py's same-sample λ (score_row's tuning="same-sample")
+            info = {**info, **ESTIMATORS["ppi++"],
+                    "lambda": "ppi_py's power tuning on the rated conversations (same-sample), one per chatbot, fixed in "
+                              "the resamples"}
         out[method] = {
             "label": info["label"], "name": info["name"], "reference": info["reference"], "ddof": info["ddof"],
             "lambda": info["lambda"],
-            "interval": {"name": "Normal (Wald) interval, delta method for the VERA-MH score, as the judge-assisted page",
-                         "reference": "ppi_py's ppi_mean_ci / classical_mean_ci (Angelopoulos et al. 2023)",
-                         "kind": "normal",
-                         "summary": "normal (Wald) interval as on the judge-assisted page"
+            "interval": {"name": "Small-sample t interval (Student t, n - 1 df, ddof 1), delta method for the VERA-MH "
+                                 "score, as the judge-assisted page",
+                         "reference": "the standard error of ppi_py's ppi_mean_ci / classical_mean_ci (Angelopoulos et al. "
+                                      "2023) with divisor n - 1 and Student's t quantile (Hesterberg 2015)",
+                         "kind": "t",
+                         "summary": "small-sample t interval as on the judge-assisted page"
                                     + (", delta method for the VERA-MH score" if ctx.flow else "")},
         }
     for method, info in out.items():
@@ -311,7 +317,7 @@ def _estimate(est: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _assisted_score(row: dict[str, Any], method: str, own: Any) -> dict[str, Any]:
-    out = {"chatbot": row["chatbot"], **_estimate(row.get(method)), "interval": "normal",
+    out = {"chatbot": row["chatbot"], **_estimate(row.get(method)), "interval": "t",
            "n_conversations": own.n_conversations, "n_rated": row["n_labeled"], "n_clusters": own.n_clusters,
            "lam": row.get("lam_tuned") if method == "ppi_tuned" else None}
     if row.get("error"):
@@ -327,7 +333,7 @@ def _humans_alone_score(bot: str, records: list[Record], ctx: Context, own: Any)
         est = estimator(entries, entries, [], confidence=CONFIDENCE, small_sample=True).human_only.as_dict()
     except StatsInputError as exc:
         est = {"cannot_estimate": f"cannot be estimated: {exc}"}
-    return {"chatbot": bot, **_estimate(est), "interval": "normal", "n_conversations": own.n_conversations,
+    return {"chatbot": bot, **_estimate(est), "interval": "t", "n_conversations": own.n_conversations,
             "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
 
 

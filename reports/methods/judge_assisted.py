@@ -10,8 +10,9 @@ from reports.methods.references import cite
 
 TITLE = "Judge-assisted scores (prediction-powered inference)"
 EQUALS = (
-    "PPI and PPI++ estimates, intervals and λ equal those of the authors' ppi_py (ppi_mean_ci with lam=1 and lam=None) to "
-    f"four decimals in evalsite's tests ({cite('angelopoulos2023')})."
+    "The PPI estimate and standard error equal those of the authors' ppi_py (ppi_mean_ci with lam=1), and each rated "
+    "conversation's cross-fitted λ equals ppi_py's λ (lam=None) computed without that conversation, to four decimals in "
+    f"evalsite's tests ({cite('angelopoulos2023')})."
 )
 
 

@@ -216,7 +216,7 @@ def test_page_plot_api_and_csv_show_the_same_figures_to_readers_only(judged, coo
     assert page.status_code == 200
     body = page.content.decode()
     assert "Judge-assisted (PPI)" in body and "Humans only" in body and "Judges only" in body and "PPI++" in body
-    assert "ddof 0" in body and "ppi_py" in body
+    assert "divided by n − 1" in body and "ppi_py" in body  # the small-sample t intervals, said on the page
     assert 'id="assisted-chart"' in body and "BOT-A" in body
     api = client.get(f"/api/v1/reports/studies/{study.pk}/judge-assisted/?run={run.pk}").json()
     direct = judge_assisted_scorecard(study=study, run=run)
