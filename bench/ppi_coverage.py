@@ -273,9 +273,9 @@ def main() -> None:
         planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=2000)
         print(
             f"RESULT workload=ppi_planning setting=biased_judge n={n} N=2000 "
-            f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi_z']:.4f} "
+            f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi']:.4f} "
             f"expected_human_only_width={planned.human_only_width:.4f} "
-            f"mean_human_only_width={widths['width']['human_only_z']:.4f}",
+            f"mean_human_only_width={widths['width']['human_only']:.4f}",
             flush=True,
         )
     run_setting(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from .bootstrap import make_rng
 from .data import StatsInputError
@@ -327,7 +328,8 @@ def _planned(
     tuned_lam: float | None,
     two_phase_var: float,
 ) -> PlannedWidth:
-    z = z_value(confidence)
+    # The report draws small-sample t intervals (stats.ppi.engine, small_sample=True): t_{n-1}.
+    z = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) if n >= 2 else z_value(confidence)
     ppi, human, two_phase = np.sqrt(ppi_var), np.sqrt(human_var), np.sqrt(two_phase_var)
     tuned = None if tuned_var is None else float(np.sqrt(tuned_var))
     return PlannedWidth(

@@ -141,11 +141,11 @@ def test_bad_plans_are_rejected(call: Callable[[], object], message: str) -> Non
 def test_expected_width_by_hand() -> None:
     # var_y 0.24, var_residual 0.1, n 100 of N 2000 (1900 unrated):
     # Var(PPI) = 0.24/1900 + 0.1/100 (the paper's); two-phase 0.24/2000 + 0.95 * 0.1/100.
-    # Var(human-only) = 0.24/100 = 0.0024. Width = 2 * 1.96 * SE.
+    # Var(human-only) = 0.24/100 = 0.0024. Width = 2 * t_{99, 0.975} * SE (the report's t interval).
     w = expected_ppi_width(var_y=0.24, var_residual=0.1, n=100, population=2000)
     ppi = 0.24 / 1900 + 0.001
     assert w.ppi_std_error == pytest.approx(math.sqrt(ppi))
-    assert w.ppi_width == pytest.approx(2 * 1.959963984540054 * math.sqrt(ppi))
+    assert w.ppi_width == pytest.approx(2 * 1.9842169515864174 * math.sqrt(ppi))
     assert w.two_phase_std_error == pytest.approx(math.sqrt(0.00107))
     assert w.human_only_std_error == pytest.approx(math.sqrt(0.0024))
     assert w.effective_n == pytest.approx(0.24 / ppi)
@@ -174,7 +174,7 @@ def test_expected_width_predicts_the_simulated_widths() -> None:
         f = np.where(rng.random(n_total) < 0.15, 1 - y, y)
         rated = np.zeros(n_total, dtype=bool)
         rated[rng.choice(n_total, size=n, replace=False)] = True
-        widths.append(ppi_mean(y[rated], f[rated], f[~rated]).ppi.width)
+        widths.append(ppi_mean(y[rated], f[rated], f[~rated], small_sample=True).ppi.width)
     residual = residual_variance_from_agreement(0.15)  # 0.15 - 0 (no bias)
     planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=n_total)
     assert np.mean(widths) == pytest.approx(planned.ppi_width, rel=0.05)
