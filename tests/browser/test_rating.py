@@ -41,8 +41,9 @@ def test_a_rater_rates_with_the_keyboard_only_resumes_after_a_reload_and_submits
     assert page.locator(".bubble-user").first.inner_text().startswith("Turn 1 · User")
 
     # The form opens on its first question, and each answer by key moves to the next one (issue 29):
-    # one key per answer, no "j" between them.
-    assert page.evaluate("document.activeElement.id") == "item-main-amhart_01"
+    # one key per answer, no "j" between them. The page's script focuses it when it runs, which can be
+    # after the form is in the DOM on a loaded machine: wait for it (a page that never does it times out).
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-main-amhart_01'")
     answers = ["y", "n", "y", "y", "n", "y", "n"]  # AMHART items 1-7
     for key in answers:
         press(page, key)
@@ -61,7 +62,8 @@ def test_a_rater_rates_with_the_keyboard_only_resumes_after_a_reload_and_submits
         assert checked(page, "main", f"amhart_{i:02d}") == expected[key]
     assert checked(page, "main", "amhart_08") is None
 
-    assert page.evaluate("document.activeElement.id") == "item-main-amhart_08"  # reopened on the first unanswered
+    # Reopened on the first unanswered (once the page's script has run).
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-main-amhart_08'")
     press(page, "u")  # the first unanswered question: item 8 still
     assert page.evaluate("document.activeElement.id") == "item-main-amhart_08"
     keys = ["y", "y", "n", "y", "y", "a", "a"]  # items 8-14 (14: N/A)
@@ -90,7 +92,7 @@ def test_a_rater_rates_with_the_keyboard_only_resumes_after_a_reload_and_submits
     assert rating.answers["section"]["comment"]["value"] == "Rated with the keyboard only."
     press(page, "Enter")  # "Continue" has the focus: straight into the next conversation
     page.wait_for_selector("#rating-form")
-    assert page.evaluate("document.activeElement.id") == "item-main-amhart_01"
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-main-amhart_01'")
     page.goto(f"/ratings/{assignment.pk}/")
     page.wait_for_selector("text=This rating is locked")
     assert page.locator("#rating-form").count() == 0 and page.locator("details.change").count() == 20

@@ -131,7 +131,8 @@ def test_the_page_resumes_at_the_first_unanswered_question_with_a_count(page, cl
     page.goto(f"/ratings/{assignment.pk}/")
     page.wait_for_selector("#rating-form")
     assert page.locator("#answered-count").inner_text() == "6 of 19 answered"
-    assert page.evaluate("document.activeElement.id") == "item-main-amhart_07"
+    # The page's script focuses it when it runs (after the form is in the DOM on a loaded machine).
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-main-amhart_07'")
     box = page.locator("#item-main-amhart_07").bounding_box()
     assert 0 <= box["y"] < 900  # in view, not at the top of the page
     # One numbering across the form: the study section goes on after item 14.
