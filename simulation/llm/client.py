@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import simulation.llm.direct as direct
 from core import call_budget, http_policy
 from core.transient import backoff_delays, is_transient
 from simulation.llm.cache import ResponseCache, request_hash
@@ -127,6 +128,7 @@ def _litellm() -> Any:
 
 
 def _forget_inherited_clients() -> None:
+    direct.forget_clients()
     import litellm
 
     cache = getattr(litellm, "in_memory_llm_clients_cache", None)
@@ -342,8 +344,10 @@ def prepare_call(
     return PreparedCall(spec, kwargs, api_key, rhash, params, priced)
 
 
-def _reply(call: PreparedCall, response: Any, latency_ms: float, attempt: int) -> LLMResult | LLMError:
-    """Return the result of a reply, or the (retryable) error of an empty one."""
+def _reply(
+    call: PreparedCall, response: Any, latency_ms: float, attempt: int, *, direct_call: bool = False
+) -> LLMResult | LLMError:
+    """Return the result of a reply, or the (retryable) error of an empty one (``direct_call``: the SDK's)."""
     spec = call.spec
     choice = response.choices[0] if response.choices else None
     content = (choice.message.content if choice is not None else None) or ""
@@ -362,7 +366,7 @@ def _reply(call: PreparedCall, response: Any, latency_ms: float, attempt: int) -
         latency_ms=latency_ms,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=_cost(response) if call.priced else None,
+        cost_usd=direct.cost(call, response) if direct_call else (_cost(response) if call.priced else None),
         attempts=attempt,
         cached=False,
         request_hash=call.request_hash,
@@ -628,6 +632,7 @@ async def achat(
         return hit
     litellm = _litellm()
     call_errors = _call_errors()
+    direct_call = direct.eligible(call)  # an OpenAI-compatible server: the openai SDK, no litellm layer
     for attempt in range(1, retry.max_attempts + 1):
         retry_after: float | None = None
         if limiter is not None:
@@ -637,13 +642,16 @@ async def achat(
             # The guard runs at the wire (core.http_policy), not here: between here and the send
             # lie litellm's preparation and the wait while the first call builds the shared
             # client, and a cancel recorded then must still stop this call.
-            response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs, guard=guard)
+            if direct_call:
+                response = await http_policy.acall(direct.acomplete, call, guard=guard)
+            else:
+                response = await http_policy.acall(_acompletion_shared_client, litellm, spec, call.kwargs, guard=guard)
         except call_errors as exc:
             latency_ms = (time.perf_counter() - started) * 1000.0
             error, retry_after = _failure(call, exc, attempt)
         else:
             latency_ms = (time.perf_counter() - started) * 1000.0
-            outcome = _reply(call, response, latency_ms, attempt)
+            outcome = _reply(call, response, latency_ms, attempt, direct_call=direct_call)
             if isinstance(outcome, LLMResult):
                 if cache is not None:
                     cache.set(call.request_hash, outcome)
