@@ -188,7 +188,7 @@ def _counts(data: Any, user: Any) -> RunCounts:
         ids, selection = selectors.conversation_ids_for_judging(
             batch_ids=cleaned.get("batch_ids"), persona_set_ids=[p.pk for p in cleaned.get("persona_sets") or []],
             study_id=cleaned["study"].pk if cleaned.get("study") else None, codes=cleaned.get("codes"),
-            include_flagged=bool(cleaned.get("include_flagged")),
+            include_flagged=bool(cleaned.get("include_flagged")), user=user,
         )
     except JudgingError as exc:
         return RunCounts(missing=str(exc)[:1].upper() + str(exc)[1:])
