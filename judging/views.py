@@ -91,7 +91,7 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request, "judging/judge_detail.html",
         {"judge": judge, "can_manage": selectors.can_manage_judging(request.user),
-         "versions": judge_previous_version_runs(judge), "guidance": guidance_rows(judge)},
+         "versions": judge_previous_version_runs(judge, user=request.user), "guidance": guidance_rows(judge)},
     )
 
 
