@@ -166,11 +166,13 @@ class SelectionForm(forms.Form):
             self.user = user
         super().__init__(*args, **kwargs)
         user = getattr(self, "user", None)
-        if user is not None:
-            self.fields["personas"].queryset = self.fields["personas"].queryset.filter(
-                persona_set__in=visible(PersonaSet.objects.all(), user))
-            self.fields["targets"].queryset = visible(self.fields["targets"].queryset, user)
-            self.fields["batches"].queryset = visible(self.fields["batches"].queryset, user)
+        if user is not None:  # (a planned study has none of these pickers: its plan chooses)
+            if "personas" in self.fields:
+                self.fields["personas"].queryset = self.fields["personas"].queryset.filter(
+                    persona_set__in=visible(PersonaSet.objects.all(), user))
+            for name in ("targets", "batches"):
+                if name in self.fields:
+                    self.fields[name].queryset = visible(self.fields[name].queryset, user)
 
     def _checked(self, ids: list[str]) -> list[str]:
         return _checked_ids(ids, getattr(self, "user", None))
