@@ -59,10 +59,10 @@ def world(coordinator, researcher, fake_llm, monkeypatch):  # type: ignore[no-un
     bea, bob = make_user("bea", "coordinator"), make_user("bob", "researcher")
     bot_a = Target.objects.create(code="T-ALPHA", model="openai/a-model", api_base=fake_llm.base_url, api_key_env=KEY_ENV)
     bot_b = Target.objects.create(code="T-BRAVO", model=B_MODEL, api_base=fake_llm.base_url, api_key_env=KEY_ENV, created_by=bob)
-    set_a = PersonaSetFactory(name="A persona set")
-    set_b = PersonaSetFactory(name=B_SET, created_by=bob)
-    conv_a = [ConversationFactory(code=f"C-AAAA0{i}", target=bot_a, persona=PersonaFactory(persona_set=set_a)) for i in range(2)]
-    conv_b = [ConversationFactory(code=f"C-BBBB0{i}", target=bot_b, persona=PersonaFactory(persona_set=set_b, opening_message="hi"), created_by=bob)
+    set_a = PersonaSetFactory(name="A persona set", shared=False)
+    set_b = PersonaSetFactory(name=B_SET, created_by=bob, shared=False)
+    conv_a = [ConversationFactory(code=f"C-AAAA0{i}", target=bot_a, shared=False, persona=PersonaFactory(persona_set=set_a)) for i in range(2)]
+    conv_b = [ConversationFactory(code=f"C-BBBB0{i}", target=bot_b, shared=False, persona=PersonaFactory(persona_set=set_b, opening_message="hi"), created_by=bob)
               for i in range(2)]
     study_a = _study("Study A", amhart, section, conv_a, coordinator, researcher)
     study_b = _study("Study B", amhart, section, conv_b, bea, bob)
