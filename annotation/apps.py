@@ -30,3 +30,48 @@ class AnnotationConfig(AppConfig):
                 conversation_filter=lambda study_id: Q(study_links__study_id=study_id),
             )
         )
+        self._visibility()
+
+    @staticmethod
+    def _visibility() -> None:
+        """Least privilege (core.visibility): the members of a study see what it uses.
+
+        A study uses the conversations it holds, their chatbots, persona sets and simulation
+        batches, the judge runs that labelled any of them and the runs its sampling or active
+        plan draws from. Members are its coordinators and researchers (as in
+        ``study_list_for_user``); raters see only their blind pages.
+        """
+        from django.db.models import Q
+
+        from annotation.models import (
+            ActivePlan,
+            MemberRole,
+            SamplingPlan,
+            StudyConversation,
+            StudyMembership,
+        )
+        from core.visibility import grant_register
+        from corpus.models import Conversation, Persona
+        from judging.models import JudgeResult
+        from simulation.models import SimulationRun
+
+        def studies(user):  # type: ignore[no-untyped-def]
+            return StudyMembership.objects.filter(
+                user_id=user.pk, role__in=[MemberRole.COORDINATOR, MemberRole.RESEARCHER]
+            ).values("study_id")
+
+        def held(user):  # type: ignore[no-untyped-def]
+            return StudyConversation.objects.filter(study_id__in=studies(user)).values("conversation_id")
+
+        grant_register("corpus.conversation", "study", lambda user: Q(pk__in=held(user)))
+        grant_register("corpus.target", "study", lambda user: Q(
+            pk__in=Conversation.objects.filter(pk__in=held(user), target_id__isnull=False).values("target_id")))
+        grant_register("corpus.personaset", "study", lambda user: Q(
+            pk__in=Persona.objects.filter(conversations__in=held(user)).values("persona_set_id")))
+        grant_register("simulation.simulationbatch", "study", lambda user: Q(
+            pk__in=SimulationRun.objects.filter(conversation_id__in=held(user)).values("batch_id")))
+        grant_register("judging.judgerun", "study", lambda user: (
+            Q(pk__in=JudgeResult.objects.filter(conversation_id__in=held(user)).values("run_id"))
+            | Q(pk__in=SamplingPlan.objects.filter(study_id__in=studies(user)).values("judge_run_id"))
+            | Q(pk__in=ActivePlan.objects.filter(study_id__in=studies(user)).values("judge_run_id"))
+        ))

@@ -93,3 +93,31 @@ def _status_for_admins(request: HttpRequest) -> HttpResponse:
 def favicon(request: HttpRequest) -> HttpResponse:
     """Send browsers that ask for /favicon.ico to the app's icon (a 404 was logged on every first visit)."""
     return HttpResponsePermanentRedirect(static("evalsite/favicon.svg"))
+
+
+def sharing_set(request: HttpRequest, kind: str, key: str) -> HttpResponse:
+    """Mark a chatbot, conversation, persona set, batch or judge run shared or private (POST, from its page).
+
+    Its creator or an administrator only (403 for other readers); an object the user may not read
+    answers 404 like one that does not exist (core.visibility).
+    """
+    from django.core.exceptions import PermissionDenied
+    from django.views.decorators.http import require_POST
+
+    from core.visibility import SharingError, shareable_get, shared_set
+
+    @require_POST
+    def act(request: HttpRequest) -> HttpResponse:
+        obj, page = shareable_get(request.user, kind=kind, key=key)
+        wanted = request.POST.get("shared")
+        if wanted not in ("0", "1"):
+            return HttpResponseBadRequest("Choose to share it or to make it private.")
+        try:
+            shared_set(actor=request.user, obj=obj, shared=wanted == "1")
+        except SharingError as exc:
+            raise PermissionDenied(str(exc)) from exc
+        messages.success(request, "Shared with every coordinator and researcher." if wanted == "1"
+                         else "Private again: its creator, the members of the studies that use it and administrators.")
+        return redirect(page)
+
+    return act(request)

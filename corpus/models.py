@@ -37,6 +37,10 @@ class PersonaSet(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Least privilege (issue 30): visible to its creator, the members of the studies that use it
+    # and administrators; ``shared`` (set by its creator or an administrator) adds every
+    # coordinator and researcher (core.visibility).
+    shared = models.BooleanField(default=False, help_text="Every coordinator and researcher may read it (the shared library)")
 
     class Meta:
         db_table = "simulation_personaset"  # kept from the app that first owned it: no data move
@@ -104,6 +108,13 @@ class Target(models.Model):
     retry_base_delay = models.FloatField(default=call_budget.DEFAULT_BASE_DELAY)
     retry_max_delay = models.FloatField(default=call_budget.DEFAULT_MAX_DELAY)
     created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Least privilege (issue 30): visible to its creator, the members of the studies that use it
+    # and administrators; ``shared`` (set by its creator or an administrator) adds every
+    # coordinator and researcher (core.visibility).
+    shared = models.BooleanField(default=False, help_text="Every coordinator and researcher may read it (the shared library)")
 
     class Meta:
         db_table = "simulation_target"  # kept from the app that first owned it: no data move
@@ -148,6 +159,10 @@ class Conversation(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Least privilege (issue 30): visible to its creator, the members of the studies that use it
+    # and administrators; ``shared`` (set by its creator or an administrator) adds every
+    # coordinator and researcher (core.visibility).
+    shared = models.BooleanField(default=False, help_text="Every coordinator and researcher may read it (the shared library)")
 
     class Meta:
         db_table = "simulation_conversation"  # kept from the app that first owned it: no data move

@@ -67,6 +67,8 @@ urlpatterns = [
     path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/api-tokens/", core_views.api_tokens, name="api-tokens"),
     path("status/", core_views.status, name="status"),
+    # Least privilege (issue 30): a corpus object's creator shares it with every coordinator and researcher.
+    path("sharing/<slug:kind>/<str:key>/", core_views.sharing_set, name="sharing-set"),
     # Browsers ask for it on every page; answering 404 filled the log (a redirect to the icon).
     path("favicon.ico", core_views.favicon),
     path("admin/", admin.site.urls),

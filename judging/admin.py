@@ -44,7 +44,7 @@ class JudgeAdmin(DestinationCheckedAdmin):
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "name", "instrument", "status", "n_done", "n_failed", "n_total", "n_cached", "cost_usd", "created_at"]
+    list_display = ["id", "name", "instrument", "status", "n_done", "n_failed", "n_total", "n_cached", "cost_usd", "created_at", "shared"]
     list_filter = ["status", "mode"]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -58,17 +59,19 @@ def _snapshot(run: JudgeRun, judge_id: int) -> dict:
     return run.config.get("judges", {}).get(str(judge_id), {})
 
 
-def _labels(runs: QuerySet[JudgeRun], kinds: list[str]) -> QuerySet[JudgeLabel]:
+def _labels(runs: QuerySet[JudgeRun], kinds: list[str], only: Any = None) -> QuerySet[JudgeLabel]:
+    qs = JudgeLabel.objects.filter(result__run__in=runs, kind__in=kinds)
+    if only is not None:
+        qs = qs.filter(result__conversation_id__in=only)
     return (
-        JudgeLabel.objects.filter(result__run__in=runs, kind__in=kinds)
-        .exclude(result__conversation_id__in=locked_conversation_ids())
+        qs.exclude(result__conversation_id__in=locked_conversation_ids())
         .select_related("result__run", "result__conversation")
         .order_by("result__run_id", "result__conversation_id", "result__judge_id", "result__instance", "kind", "position")
     )
 
 
-def long_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
-    for label in _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION]).iterator(chunk_size=2000):
+def long_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[object]]:
+    for label in _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION], only).iterator(chunk_size=2000):
         result = label.result
         snap = _snapshot(result.run, result.judge_id)
         yield [
@@ -92,10 +95,12 @@ def _path_text(path: list[dict]) -> str:
     return "; ".join(f"{step['question_id']}={step['answer']}" for step in path or [])
 
 
-def dimension_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
+def dimension_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[object]]:
+    results = JudgeResult.objects.filter(run__in=runs, run__mode="flow")
+    if only is not None:
+        results = results.filter(conversation_id__in=only)
     results = (
-        JudgeResult.objects.filter(run__in=runs, run__mode="flow")
-        .exclude(conversation_id__in=locked_conversation_ids())
+        results.exclude(conversation_id__in=locked_conversation_ids())
         .select_related("run", "conversation")
         .order_by("run_id", "conversation_id", "judge_id", "instance")
     )
@@ -122,10 +127,12 @@ def dimension_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
             ]
 
 
-def ensemble_rows(runs: QuerySet[JudgeRun]) -> Iterator[list[object]]:
+def ensemble_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[object]]:
+    rows = EnsembleLabel.objects.filter(run__in=runs)
+    if only is not None:
+        rows = rows.filter(conversation_id__in=only)
     rows = (
-        EnsembleLabel.objects.filter(run__in=runs)
-        .exclude(conversation_id__in=locked_conversation_ids())
+        rows.exclude(conversation_id__in=locked_conversation_ids())
         .select_related("conversation")
         .order_by("run_id", "conversation_id", "position")
     )
@@ -141,16 +148,17 @@ def withheld_count(runs: QuerySet[JudgeRun]) -> int:
     return JudgeResult.objects.filter(run__in=runs, conversation_id__in=locked).values("conversation_id").distinct().count()
 
 
-def export_csv(runs: QuerySet[JudgeRun], fmt: str) -> Iterator[str]:
+def export_csv(runs: QuerySet[JudgeRun], fmt: str, *, only: Any = None) -> Iterator[str]:
     """Yield the CSV text of one export format for the given runs, header first.
 
     Conversations of a locked test set (``core.locks``) are left out: their judge labels leave
-    the app only after a version declared final was evaluated on that test set.
+    the app only after a version declared final was evaluated on that test set. ``only``: just
+    these conversation ids (a study's export carries no label of another study's conversations).
     """
     if fmt == "long":
-        return stream_csv(LONG_COLUMNS, long_rows(runs))
+        return stream_csv(LONG_COLUMNS, long_rows(runs, only))
     if fmt == "dimensions":
-        return stream_csv(DIMENSION_COLUMNS, dimension_rows(runs))
+        return stream_csv(DIMENSION_COLUMNS, dimension_rows(runs, only))
     if fmt == "ensemble":
-        return stream_csv(ENSEMBLE_COLUMNS, ensemble_rows(runs))
+        return stream_csv(ENSEMBLE_COLUMNS, ensemble_rows(runs, only))
     raise ValueError(f"unknown export format '{fmt}'; use {', '.join(FORMATS)}")

@@ -12,6 +12,7 @@ from core import call_budget
 from core.bounded import TooComplex, json_loads
 from core.call_budget_forms import budget_field, clean_budget
 from core.secrets_policy import key_env_hint
+from core.visibility import visible
 from corpus.conversations.collections import collection_get
 from corpus.models import Instrument, InstrumentKind, PersonaSet
 from judging.models import Judge, JudgeMode, PromptTemplate, ReasoningEffort
@@ -152,6 +153,9 @@ class JudgeRunForm(forms.Form):
             del self.fields["study"]
         else:
             self.fields["study"].queryset = studies.choices(user)  # only the studies this user may read
+        # Only the batches and persona sets the user may read (core.visibility).
+        self.fields["batches"].queryset = visible(SimulationBatch.objects.all(), user).order_by("-id")
+        self.fields["persona_sets"].queryset = visible(PersonaSet.objects.all(), user).order_by("key", "-version")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

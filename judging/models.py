@@ -190,6 +190,10 @@ class JudgeRun(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Least privilege (issue 30): visible to its creator, the members of the studies that use it
+    # and administrators; ``shared`` (set by its creator or an administrator) adds every
+    # coordinator and researcher (core.visibility).
+    shared = models.BooleanField(default=False, help_text="Every coordinator and researcher may read it (the shared library)")
 
     class Meta:
         ordering = ["-created_at", "-id"]

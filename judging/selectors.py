@@ -19,6 +19,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from core.roles import Role, has_any_role, user_roles
+from core.visibility import visible
 from corpus.conversations.collections import collection_get
 from corpus.models import Conversation, Item, Message
 from judging.errors import JudgingError
@@ -121,10 +122,14 @@ def conversation_ids_for_judging(
     its ``batch_id`` or ``batch_code``. Conversations flagged by the integrity checks are left out unless
     ``include_flagged``: a flagged conversation is never scored. A study must be one ``user`` may
     read (None: an operator's command); one that exists but is not answers like one that does not.
+    So must every conversation (core.visibility): the others are left out, and a code the user
+    may not read is refused like an unknown one.
     """
     if not (batch_ids or persona_set_ids or study_id or codes):
         raise JudgingError("choose conversations: a batch, a persona set, a study or codes")
-    qs = Conversation.objects.all()
+    # Only conversations the user may read (core.visibility): a run of someone else's
+    # conversations would show them on the run's pages. One not readable answers like an unknown one.
+    qs = Conversation.objects.all() if user is None else visible(Conversation.objects.all(), user)
     if batch_ids:
         numbers = [int(b) for b in batch_ids if str(b).strip().isdigit()]
         names = [str(b).strip() for b in batch_ids]
@@ -138,7 +143,7 @@ def conversation_ids_for_judging(
         qs = qs.filter(studies.conversation_filter(study_id))
     if codes:
         codes = [c.strip() for c in codes if c.strip()]
-        known = set(Conversation.objects.filter(code__in=codes).values_list("code", flat=True))
+        known = set(qs.filter(code__in=codes).values_list("code", flat=True))
         unknown = [c for c in codes if c not in known]
         if unknown:
             raise JudgingError(f"unknown conversation code(s): {', '.join(unknown)}")
@@ -167,14 +172,14 @@ def conversation_ids_for_judging(
 
 def run_list_for_user(user: User) -> QuerySet[JudgeRun]:
     require_view(user)
-    return JudgeRun.objects.select_related("instrument").prefetch_related("judges").order_by("-created_at", "-id")
+    return visible(JudgeRun.objects.all(), user).select_related("instrument").prefetch_related("judges").order_by("-created_at", "-id")
 
 
 def run_get_for_user(user: User, *, pk: int, act: bool = False) -> JudgeRun:
     """Return a run the user may read; with ``act``, one they may also cancel or retry (else 403)."""
     require_view(user)
     try:
-        run = JudgeRun.objects.select_related("instrument", "created_by").get(pk=pk)
+        run = visible(JudgeRun.objects.all(), user).select_related("instrument", "created_by").get(pk=pk)
     except JudgeRun.DoesNotExist as exc:
         raise Http404("not found") from exc
     if act:

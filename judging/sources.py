@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
+from core.visibility import visible
 from corpus.models import Conversation
 from judging.ensemble import ensemble_kind
 from judging.errors import JudgingError
@@ -249,17 +251,18 @@ class VersionPair:
     n_shared: int
 
 
-def judge_previous_version_runs(judge: Judge) -> VersionPair | None:
+def judge_previous_version_runs(judge: Judge, *, user: Any = None) -> VersionPair | None:
     """Return the newest run of the judge and of its previous version sharing the most conversations.
 
     None when the judge has no previous version. The runs are None when either version has
-    never run or they share no conversation.
+    never run or they share no conversation. With a ``user``, only runs they may read (core.visibility).
     """
     previous = judge.cloned_from
     if previous is None:
         return None
-    mine = list(JudgeRun.objects.filter(judges=judge).order_by("-created_at", "-id")[:20])
-    theirs = list(JudgeRun.objects.filter(judges=previous).order_by("-created_at", "-id")[:20])
+    runs = JudgeRun.objects.all() if user is None else visible(JudgeRun.objects.all(), user)
+    mine = list(runs.filter(judges=judge).order_by("-created_at", "-id")[:20])
+    theirs = list(runs.filter(judges=previous).order_by("-created_at", "-id")[:20])
     if not mine or not theirs:
         return VersionPair(previous, None, None, 0)
     ids = {r.pk for r in mine + theirs}

@@ -91,7 +91,7 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request, "judging/judge_detail.html",
         {"judge": judge, "can_manage": selectors.can_manage_judging(request.user),
-         "versions": judge_previous_version_runs(judge), "guidance": guidance_rows(judge)},
+         "versions": judge_previous_version_runs(judge, user=request.user), "guidance": guidance_rows(judge)},
     )
 
 
@@ -188,7 +188,7 @@ def _counts(data: Any, user: Any) -> RunCounts:
         ids, selection = selectors.conversation_ids_for_judging(
             batch_ids=cleaned.get("batch_ids"), persona_set_ids=[p.pk for p in cleaned.get("persona_sets") or []],
             study_id=cleaned["study"].pk if cleaned.get("study") else None, codes=cleaned.get("codes"),
-            include_flagged=bool(cleaned.get("include_flagged")),
+            include_flagged=bool(cleaned.get("include_flagged")), user=user,
         )
     except JudgingError as exc:
         return RunCounts(missing=str(exc)[:1].upper() + str(exc)[1:])

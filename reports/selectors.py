@@ -278,6 +278,22 @@ def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
     return JudgeRun.objects.filter(results__conversation_id__in=conversation_ids).distinct().order_by("-created_at")
 
 
+def study_used_conversation_ids(study: Study) -> list[int]:
+    """Return the ids of the conversations a study uses: those it holds, and every conversation of the
+    judge run its sampling or active plan draws from (the plan's population, which its bundle needs to
+    be rebuilt). Its exports and bundle carry nothing of any other conversation (issue 30)."""
+    from judging.models import JudgeResult
+
+    held = set(study.study_conversations.values_list("conversation_id", flat=True))
+    chosen = [pk for pk in (
+        SamplingPlan.objects.filter(study=study).values_list("judge_run_id", flat=True).first(),
+        ActivePlan.objects.filter(study=study).values_list("judge_run_id", flat=True).first(),
+    ) if pk]
+    if chosen:
+        held |= set(JudgeResult.objects.filter(run_id__in=chosen).values_list("conversation_id", flat=True).distinct())
+    return sorted(held)
+
+
 def judge_rows_for_study(
     study: Study, run_id: int, *, conversation_ids: Collection[int] | None = None
 ) -> tuple[list[tuple[str, str, str, str | None]], list[tuple[str, str, str, str | None]], list[str]]:

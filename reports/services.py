@@ -238,9 +238,12 @@ def write_study_export(archive: Any, *, study: Study) -> None:
     write("consensus.csv", ["unit", *consensus_header[1:]], consensus_rows)
     summary = consensus_summary(study)
     runs = selectors.judge_runs_for_study(study)
-    archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long")))
-    archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions")))
-    archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble")))
+    # Only the conversations the study uses: a run that also judged other studies' conversations
+    # leaves their labels out (least privilege, issue 30).
+    used = selectors.study_used_conversation_ids(study)
+    archive.writestr("judge_labels_long.csv", "".join(export_csv(runs, "long", only=used)))
+    archive.writestr("judge_dimensions.csv", "".join(export_csv(runs, "dimensions", only=used)))
+    archive.writestr("ensemble.csv", "".join(export_csv(runs, "ensemble", only=used)))
     reliability = study_reliability(study=study)
     write("reliability.csv", *reliability_csv(reliability))
     inputs = reliability_inputs(study, reliability)

@@ -25,18 +25,18 @@ REPORT_ROLES = (Role.RESEARCHER, Role.COORDINATOR, Role.ADMIN)
 
 @roles_required(*REPORT_ROLES)
 def report_index(request: HttpRequest) -> HttpResponse:
-    context = {"studies": selectors.study_list_for_reports(request.user), "version_pairs": _version_pairs()}
+    context = {"studies": selectors.study_list_for_reports(request.user), "version_pairs": _version_pairs(request.user)}
     return render(request, "reports/index.html", context)
 
 
-def _version_pairs(limit: int = 5) -> list[tuple[object, object]]:
+def _version_pairs(user: object, limit: int = 5) -> list[tuple[object, object]]:
     """Return (judge, runs of it and of its previous version) for the newest judges that have one to compare."""
     from judging.models import Judge
     from judging.sources import judge_previous_version_runs
 
     pairs = []
     for judge in Judge.objects.filter(cloned_from__isnull=False).order_by("-created_at")[:limit]:
-        pair = judge_previous_version_runs(judge)
+        pair = judge_previous_version_runs(judge, user=user)  # only runs the reader may open
         if pair is not None and pair.run_previous is not None and pair.run_current is not None:
             pairs.append((judge, pair))
     return pairs

@@ -16,14 +16,14 @@ class PersonaInline(admin.StackedInline):
 
 @admin.register(PersonaSet)
 class PersonaSetAdmin(admin.ModelAdmin):
-    list_display = ["name", "key", "version", "format", "is_builtin"]
+    list_display = ["name", "key", "version", "format", "is_builtin", "shared"]
     inlines = [PersonaInline]
     readonly_fields = ["content_hash"]
 
 
 @admin.register(Target)
 class TargetAdmin(DestinationCheckedAdmin):
-    list_display = ["code", "name", "kind", "model", "api_base"]
+    list_display = ["code", "name", "kind", "model", "api_base", "shared"]
     destination_fields = ("api_base", "api_key_env", "http_headers")
 
     def more_problems(self, value: Callable[[str], Any]) -> list[str]:
@@ -40,7 +40,7 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["code", "external_id", "persona", "target", "source", "integrity_ok", "is_demo"]
+    list_display = ["code", "external_id", "persona", "target", "source", "integrity_ok", "is_demo", "shared"]
     list_filter = ["source", "integrity_ok", "is_demo", "sensitive"]
     list_select_related = ["persona", "target"]
     search_fields = ["code", "external_id"]
@@ -71,7 +71,7 @@ class SimulationRunInline(admin.TabularInline):
 class SimulationBatchAdmin(DestinationCheckedAdmin):
     destination_fields = ("user_api_base", "user_api_key_env", "")
     params_field = "user_params"
-    list_display = ["code", "name", "protocol", "status", "user_model", "created_at"]
+    list_display = ["code", "name", "protocol", "status", "user_model", "created_at", "shared"]
     list_filter = ["protocol", "status"]
     readonly_fields = ["config"]
     inlines = [SimulationRunInline]

@@ -77,7 +77,7 @@ class SimulationBatchViewSet(
     @extend_schema(request=SimulationBatchCreateSerializer, responses={201: SimulationBatchDetailSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a batch: every conversation is planned and queued at once."""
-        data = SimulationBatchCreateSerializer(data=request.data)
+        data = SimulationBatchCreateSerializer(data=request.data, user=request.user)
         data.is_valid(raise_exception=True)
         spec = data.to_spec()
         if preflight_enabled():

@@ -64,16 +64,19 @@ class SimulationBatchForm(forms.Form):
     reminder_template = _TemplateChoice(queryset=None, required=False, help_text="Default for VERA-MH: the team's reminder")  # type: ignore[arg-type]
     kickoff_template = _TemplateChoice(queryset=None, required=False)  # type: ignore[arg-type]
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args, user, **kwargs):  # type: ignore[no-untyped-def]
+        from core.visibility import visible
         from corpus.models import Persona, PersonaSet, Target
         from simulation.models import PromptTemplate
 
         super().__init__(*args, **kwargs)
-        self.fields["persona_set"].queryset = PersonaSet.objects.order_by("key", "-version")
-        self.fields["personas"].queryset = Persona.objects.select_related("persona_set").order_by(
+        # Only the persona sets and chatbots the user may read (core.visibility).
+        sets = visible(PersonaSet.objects.all(), user)
+        self.fields["persona_set"].queryset = sets.order_by("key", "-version")
+        self.fields["personas"].queryset = Persona.objects.filter(persona_set__in=sets).select_related("persona_set").order_by(
             "persona_set__key", "-persona_set__version", "position"
         )
-        self.fields["targets"].queryset = Target.objects.exclude(kind=Target.Kind.DEMO).order_by("code")
+        self.fields["targets"].queryset = visible(Target.objects.all(), user).exclude(kind=Target.Kind.DEMO).order_by("code")
         for name, kind in (
             ("persona_template", PromptTemplate.Kind.PERSONA_SYSTEM),
             ("reminder_template", PromptTemplate.Kind.REMINDER),

@@ -112,6 +112,10 @@ class SimulationBatch(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # Least privilege (issue 30): visible to its creator, the members of the studies that use it
+    # and administrators; ``shared`` (set by its creator or an administrator) adds every
+    # coordinator and researcher (core.visibility).
+    shared = models.BooleanField(default=False, help_text="Every coordinator and researcher may read it (the shared library)")
 
     class Meta:
         ordering = ["-id"]

@@ -17,6 +17,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from core.roles import Role, can_view_corpus, has_any_role, user_roles
+from core.visibility import visible
 from corpus.models import Message, Target
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from simulation.preflight import ErrorGroup, error_groups
@@ -39,7 +40,7 @@ def batch_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Simu
     _require_view(user)
     S = SimulationRun.Status
     return (
-        SimulationBatch.objects.select_related("persona_set", "created_by")
+        visible(SimulationBatch.objects.all(), user).select_related("persona_set", "created_by")
         .annotate(
             runs_total=Count("runs"),
             runs_done=Count("runs", filter=Q(runs__status=S.DONE)),
@@ -65,7 +66,7 @@ def batch_get_for_user(user: AbstractBaseUser | AnonymousUser, *, code: str, act
     _require_view(user)
     try:
         batch = (
-            SimulationBatch.objects.select_related(
+            visible(SimulationBatch.objects.all(), user).select_related(
                 "persona_set", "persona_template", "reminder_template", "kickoff_template", "created_by"
             )
             .prefetch_related(Prefetch("targets", queryset=Target.objects.order_by("code")))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -90,6 +92,16 @@ class SimulationBatchCreateSerializer(serializers.Serializer):
     persona_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
     reminder_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
     kickoff_template = serializers.PrimaryKeyRelatedField(queryset=PromptTemplate.objects.all(), required=False, allow_null=True, default=None)
+
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if user is not None:  # only what the user may read (core.visibility): others answer like unknown ones
+            from core.visibility import visible
+
+            sets = visible(PersonaSet.objects.all(), user)
+            self.fields["persona_set"].queryset = sets
+            self.fields["personas"].child_relation.queryset = Persona.objects.filter(persona_set__in=sets)
+            self.fields["targets"].child_relation.queryset = visible(Target.objects.all(), user)
 
     def to_spec(self):  # type: ignore[no-untyped-def]
         from simulation.batch_spec import BatchSpec, UserAgent

@@ -51,7 +51,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 @run_required
 def batch_create(request: HttpRequest) -> HttpResponse:
     prompt_templates_ensure_builtin()
-    form = SimulationBatchForm(request.POST or None)
+    form = SimulationBatchForm(request.POST or None, user=request.user)
     report = None
     if request.method == "POST" and form.is_valid():
         spec = form.to_spec()

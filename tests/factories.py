@@ -12,6 +12,9 @@ class PersonaSetFactory(factory.django.DjangoModelFactory):
     key = factory.Sequence(lambda n: f"set-{n}")
     name = factory.Sequence(lambda n: f"Persona set {n}")
     content_hash = factory.Sequence(lambda n: f"{n:064d}")
+    # The test library is shared (every coordinator and researcher reads it, as before issue 30);
+    # tests of least privilege make private objects with shared=False.
+    shared = True
 
 
 class PersonaFactory(factory.django.DjangoModelFactory):
@@ -29,6 +32,7 @@ class TargetFactory(factory.django.DjangoModelFactory):
 
     code = factory.Sequence(lambda n: f"T-{n:04d}")
     model = factory.Sequence(lambda n: f"provider/model-{n}")
+    shared = True
 
 
 class ConversationFactory(factory.django.DjangoModelFactory):
@@ -42,6 +46,7 @@ class ConversationFactory(factory.django.DjangoModelFactory):
     source = Conversation.Source.IMPORTED
     content_hash = factory.Sequence(lambda n: f"h{n:063d}")
     message_count = 2
+    shared = True
 
     @factory.post_generation
     def messages(self, create, extracted, **kwargs):  # type: ignore[no-untyped-def]

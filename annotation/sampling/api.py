@@ -66,7 +66,7 @@ class PlanPreviewView(APIView):
     @extend_schema(parameters=PLAN_PARAMETERS, responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         """Draw a plan without creating anything: strata, inclusion probabilities and expected widths."""
-        form = PlanForm(_plan_data(request.query_params.dict()))
+        form = PlanForm(_plan_data(request.query_params.dict()), user=request.user)
         if not form.is_valid():
             return Response(_form_errors(form), status=400)
         try:
@@ -98,7 +98,7 @@ class PlannedStudySerializer(StudyCreateSerializer):
     plan = PlanInputSerializer()
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        form = PlanForm(_plan_data({k: v for k, v in data["plan"].items() if v is not None}))
+        form = PlanForm(_plan_data({k: v for k, v in data["plan"].items() if v is not None}), user=getattr(self.context.get("request"), "user", None))
         if not form.is_valid():
             raise serializers.ValidationError({"plan": _form_errors(form)})
         data["plan_form"] = form
@@ -112,7 +112,7 @@ class PlannedStudyCreateView(APIView):
     @extend_schema(request=PlannedStudySerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         """Create a study whose conversations a sampling plan draws from a judge run; the caller coordinates it."""
-        data = PlannedStudySerializer(data=request.data)
+        data = PlannedStudySerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         form: PlanForm = v["plan_form"]

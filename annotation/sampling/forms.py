@@ -14,6 +14,7 @@ from annotation.sampling.selectors import (
     PlanOptions,
 )
 from annotation.studies.forms import StudyCreateForm
+from core.visibility import visible
 from judging.errors import JudgingError
 from judging.models import JudgeRun
 from judging.sources import label_source_get, run_label_sources
@@ -31,9 +32,11 @@ ALLOCATIONS = [
 ]
 
 
-def run_choices_queryset():  # type: ignore[no-untyped-def]
-    """Return the judge runs a plan may draw from: those with at least one finished judgement."""
-    return JudgeRun.objects.filter(n_done__gt=0).select_related("instrument").order_by("-created_at", "-id")
+def run_choices_queryset(user: Any = None):  # type: ignore[no-untyped-def]
+    """Return the judge runs a plan may draw from: those with at least one finished judgement that
+    ``user`` may read (core.visibility; None: an operator, every run)."""
+    qs = JudgeRun.objects.filter(n_done__gt=0).select_related("instrument").order_by("-created_at", "-id")
+    return qs if user is None else visible(qs, user)
 
 
 DEFAULT_SOURCE = ("", "the run's ensemble (or its only judge)")
@@ -45,9 +48,9 @@ def source_choices(run: JudgeRun | None) -> list[tuple[str, str]]:
     return [DEFAULT_SOURCE] + [(s.key, f"judge {s.name} only") for s in judges]
 
 
-def run_source_choices(limit: int = 200) -> dict[str, list[tuple[str, str]]]:
+def run_source_choices(user: Any, limit: int = 200) -> dict[str, list[tuple[str, str]]]:
     """Return the source choices of every run a plan may draw from (the page switches lists with it)."""
-    return {str(run.pk): source_choices(run) for run in run_choices_queryset()[:limit]}
+    return {str(run.pk): source_choices(run) for run in run_choices_queryset(user)[:limit]}
 
 
 class RunChoiceField(forms.ModelChoiceField):
@@ -59,7 +62,7 @@ class RunChoiceField(forms.ModelChoiceField):
 class PlanForm(forms.Form):
     """The plan: a judge run, whose labels, the method, the number of conversations, planning values."""
 
-    run = RunChoiceField(queryset=run_choices_queryset(), label="Judge run", help_text="The conversations the plan draws from: every conversation this run judged (integrity-flagged ones left out)")
+    run = RunChoiceField(queryset=JudgeRun.objects.none(), label="Judge run", help_text="The conversations the plan draws from: every conversation this run judged (integrity-flagged ones left out)")
     source = forms.ChoiceField(
         required=False, label="Judge labels",
         help_text="Whose labels flag disagreements and give the planning values: the run's ensemble, or one of its judges",
@@ -79,11 +82,16 @@ class PlanForm(forms.Form):
                                help_text="Planning value for labels with a dissenting judge or no majority")
 
     def __init__(self, *args: Any, **kwargs: Any):
+        # ``user``: only the runs they may read are offered and accepted (core.visibility).
+        user = kwargs.pop("user", None)
+        if user is not None:
+            self.user = user
         super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = run_choices_queryset(getattr(self, "user", None))
         # Only the judges of the chosen run: any other judge's labels do not exist in it.
         # (The page swaps the list when another run is chosen: ``run_source_choices``.)
         raw = self.data.get("run") if self.is_bound else self.initial.get("run")
-        run = run_choices_queryset().filter(pk=int(raw)).first() if str(raw or "").isdigit() else None
+        run = self.fields["run"].queryset.filter(pk=int(raw)).first() if str(raw or "").isdigit() else None
         self.fields["source"].choices = source_choices(run)
 
     def clean(self) -> dict[str, Any]:

@@ -63,11 +63,11 @@ def study_new_from_run(request: HttpRequest) -> HttpResponse:
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
     initial: dict[str, Any] = {}
-    run = run_choices_queryset().filter(pk=int(request.GET["run"])).first() if request.GET.get("run", "").isdigit() else None
+    run = run_choices_queryset(request.user).filter(pk=int(request.GET["run"])).first() if request.GET.get("run", "").isdigit() else None
     if run is not None:
         # Start from a plan that fits the run: at most 100 conversations, stratified.
         initial = {"run": run.pk, "plan_size": min(100, len(run_conversations(run)))}
-    form = PlannedStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial)
+    form = PlannedStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -90,12 +90,12 @@ def study_new_from_run(request: HttpRequest) -> HttpResponse:
             )
             return redirect("annotation:study-detail", pk=study.pk)
     context: dict[str, Any] = {"form": form, "method_help": {str(k): v for k, v in METHOD_HELP.items()},
-                               "run_sources": run_source_choices()}
+                               "run_sources": run_source_choices(request.user)}
     if request.method == "POST":
-        context.update(_preview_context(request.user, PlanForm(request.POST)))
+        context.update(_preview_context(request.user, PlanForm(request.POST, user=request.user)))
     elif initial:
         defaults = {name: field.initial for name, field in PlanForm.base_fields.items() if field.initial is not None}
-        context.update(_preview_context(request.user, PlanForm({**defaults, **initial})))
+        context.update(_preview_context(request.user, PlanForm({**defaults, **initial}, user=request.user)))
     status = 400 if request.method == "POST" else 200
     return render(request, "annotation/coordinator/study_plan_form.html", context, status=status)
 
@@ -105,7 +105,7 @@ def plan_preview_view(request: HttpRequest) -> HttpResponse:
     """Return the plan preview partial (htmx asks for it as the coordinator changes the plan)."""
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    return render(request, "annotation/coordinator/_plan_preview.html", _preview_context(request.user, PlanForm(request.GET)))
+    return render(request, "annotation/coordinator/_plan_preview.html", _preview_context(request.user, PlanForm(request.GET, user=request.user)))
 
 
 @require_GET

@@ -121,7 +121,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Retrie
         data = StudyCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        ids, record = conversation_ids_for_selection(**v["selection"])
+        ids, record = conversation_ids_for_selection(**v["selection"], user=request.user)
         study = study_create(
             name=v["name"], description=v["description"], instrument=v["instrument"], section=v["section"],
             conversation_ids=ids, created_by=request.user, coordinators=[request.user], raters=v["raters"],

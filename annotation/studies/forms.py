@@ -16,10 +16,11 @@ from annotation.rating.services import normalise_value
 from annotation.studies.selectors import conversations_by_codes
 from annotation.studies.services import DISCARD, KEEP, MOVE, RemovedWorkDecision
 from core.bounded import TooComplex, csv_error_message, json_loads
+from core.visibility import visible
 from corpus.conversations.selectors import conversation_ids_for_codes
 from corpus.errors import CorpusError
 from corpus.instruments.flow import LABELS as FLOW_LABELS
-from corpus.models import Instrument, InstrumentKind, Persona, Target
+from corpus.models import Instrument, InstrumentKind, Persona, PersonaSet, Target
 from simulation.models import SimulationBatch
 
 DEFAULT_LABEL = "clinician"
@@ -67,11 +68,11 @@ def ids_from_file(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _checked_ids(ids: list[str]) -> list[str]:
-    """Return the ids if every one names a conversation; otherwise a form error naming those that do not."""
+def _checked_ids(ids: list[str], user: Any = None) -> list[str]:
+    """Return the ids if every one names a conversation (``user`` may read); otherwise a form error naming those that do not."""
     if ids:
         try:
-            conversation_ids_for_codes(ids)
+            conversation_ids_for_codes(ids, user=user)
         except CorpusError as exc:
             raise forms.ValidationError(str(exc)) from exc
     return ids
@@ -158,14 +159,32 @@ class SelectionForm(forms.Form):
     sample_size = forms.IntegerField(required=False, min_value=1, help_text="Draw this many at random from the matches")
     sample_seed = forms.IntegerField(required=False, min_value=0, help_text="Empty: a new seed is drawn and recorded")
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        # ``user``: only what they may read is offered and accepted (core.visibility); None: an operator.
+        user = kwargs.pop("user", None)
+        if user is not None:
+            self.user = user
+        super().__init__(*args, **kwargs)
+        user = getattr(self, "user", None)
+        if user is not None:  # (a planned study has none of these pickers: its plan chooses)
+            if "personas" in self.fields:
+                self.fields["personas"].queryset = self.fields["personas"].queryset.filter(
+                    persona_set__in=visible(PersonaSet.objects.all(), user))
+            for name in ("targets", "batches"):
+                if name in self.fields:
+                    self.fields[name].queryset = visible(self.fields[name].queryset, user)
+
+    def _checked(self, ids: list[str]) -> list[str]:
+        return _checked_ids(ids, getattr(self, "user", None))
+
     def clean_codes(self) -> list[str]:
-        return _checked_ids(parse_codes(self.cleaned_data["codes"]))
+        return self._checked(parse_codes(self.cleaned_data["codes"]))
 
     def clean_codes_file_kept(self) -> list[str]:
-        return _checked_ids(parse_codes(self.cleaned_data["codes_file_kept"]))
+        return self._checked(parse_codes(self.cleaned_data["codes_file_kept"]))
 
     def clean_keep_codes(self) -> list[str]:
-        return _checked_ids(parse_codes(self.cleaned_data["keep_codes"]))
+        return self._checked(parse_codes(self.cleaned_data["keep_codes"]))
 
     def clean_codes_file(self) -> list[str]:
         upload = self.cleaned_data.get("codes_file")
@@ -177,7 +196,7 @@ class SelectionForm(forms.Form):
             raise forms.ValidationError("the file is not UTF-8 text") from exc
         if len(text.encode()) > MAX_IDS_FILE_BYTES:
             raise forms.ValidationError("the file is larger than 1 MB")
-        return _checked_ids(ids_from_file(text))
+        return self._checked(ids_from_file(text))
 
     def file_ids(self) -> list[str]:
         """Return the ids of the file of ids: the one chosen now, else the one kept from before an error."""

@@ -83,10 +83,10 @@ def study_list(request: HttpRequest) -> HttpResponse:
 def study_new(request: HttpRequest) -> HttpResponse:
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = StudyCreateForm(request.POST or None, request.FILES or None, candidates=list(reads.rater_candidates()))
+    form = StudyCreateForm(request.POST or None, request.FILES or None, candidates=list(reads.rater_candidates()), user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        ids, record = conversation_ids_for_selection(**form.selection_kwargs())
+        ids, record = conversation_ids_for_selection(**form.selection_kwargs(), user=request.user)
         try:
             study = study_create(
                 name=data["name"], rater_title=data["rater_title"], description=data["description"], instrument=data["instrument"],
@@ -109,9 +109,9 @@ def study_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         context["kept_file_ids"] = len(_keep_file_ids(form))
         # Keep the live count after an error: the same selection, counted again.
-        selection = SelectionForm(form.data)
+        selection = SelectionForm(form.data, user=request.user)
         if selection.is_valid():
-            ids, record = conversation_ids_for_selection(**selection.selection_kwargs())
+            ids, record = conversation_ids_for_selection(**selection.selection_kwargs(), user=request.user)
             context.update(preview={"n": len(ids), "record": record, "form": selection})
         named = chatbot_names_in(request.POST.get("name", ""))
         if named:
@@ -141,10 +141,10 @@ def selection_preview(request: HttpRequest) -> HttpResponse:
     """
     if not reads.can_create_studies(request.user):
         raise Http404("not found")
-    form = SelectionForm(request.POST if request.method == "POST" else request.GET, request.FILES)
+    form = SelectionForm(request.POST if request.method == "POST" else request.GET, request.FILES, user=request.user)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
-        ids, record = conversation_ids_for_selection(**form.selection_kwargs())
+        ids, record = conversation_ids_for_selection(**form.selection_kwargs(), user=request.user)
         context.update(n=len(ids), record=record)
     return render(request, "annotation/coordinator/_selection_preview.html", context)
 

@@ -11,6 +11,7 @@ from django.http import Http404
 
 from core.csvstream import stream_csv
 from core.permissions import require_corpus_access
+from core.visibility import visible
 from corpus.errors import CorpusError
 from corpus.models import Conversation, Message
 
@@ -35,7 +36,7 @@ def conversation_list_for_user(
     """
     require_corpus_access(user)
     field = SORTS.get(order.lstrip("-"), "id")
-    qs = Conversation.objects.select_related("persona__persona_set", "target").order_by(
+    qs = visible(Conversation.objects.all(), user).select_related("persona__persona_set", "target").order_by(
         f"-{field}" if order.startswith("-") else field, "id"
     )
     for word in search.split():
@@ -58,7 +59,7 @@ def conversation_get_for_corpus(user: AbstractBaseUser | AnonymousUser, *, code:
     require_corpus_access(user)
     try:
         return (
-            Conversation.objects.select_related("persona__persona_set", "target")
+            visible(Conversation.objects.all(), user).select_related("persona__persona_set", "target")
             .prefetch_related(Prefetch("messages", queryset=Message.objects.order_by("turn_index")))
             .get(code=code)
         )
@@ -142,17 +143,19 @@ def _message_rows(qs: QuerySet[Conversation]) -> Iterator[list]:
             ]
 
 
-def conversation_ids_resolve(ids: list[str]) -> tuple[dict[str, list[int]], list[str]]:
+def conversation_ids_resolve(ids: list[str], *, user: AbstractBaseUser | AnonymousUser | None = None) -> tuple[dict[str, list[int]], list[str]]:
     """Return ``{id as given: conversation ids}`` for app codes and source (external) ids.
 
     A code always wins; a source id may be written with a leading ``#`` (as in the published
-    VERA-MH ratings). Ids that match nothing are returned second, in the order given.
+    VERA-MH ratings). Ids that match nothing are returned second, in the order given. With a
+    ``user``, a conversation they may not read (core.visibility) matches nothing, like an unknown one.
     """
     wanted = {i: i.strip().lstrip("#").strip() for i in ids if i.strip()}
-    by_code = dict(Conversation.objects.filter(code__in=set(wanted.values())).values_list("code", "id"))
+    readable = Conversation.objects.all() if user is None else visible(Conversation.objects.all(), user)
+    by_code = dict(readable.filter(code__in=set(wanted.values())).values_list("code", "id"))
     by_source: dict[str, list[int]] = {}
     for external_id, pk in (
-        Conversation.objects.filter(external_id__in=set(wanted.values()) - set(by_code))
+        readable.filter(external_id__in=set(wanted.values()) - set(by_code))
         .order_by("id")
         .values_list("external_id", "id")
     ):
@@ -169,9 +172,9 @@ def conversation_ids_resolve(ids: list[str]) -> tuple[dict[str, list[int]], list
     return found, unknown
 
 
-def conversation_ids_for_codes(ids: list[str]) -> dict[str, int]:
+def conversation_ids_for_codes(ids: list[str], *, user: AbstractBaseUser | AnonymousUser | None = None) -> dict[str, int]:
     """Return ``{id: conversation id}`` for app codes or source ids; raise CorpusError naming any id that matches nothing or several."""
-    found, unknown = conversation_ids_resolve(ids)
+    found, unknown = conversation_ids_resolve(ids, user=user)
     problems = []
     if unknown:
         problems.append(f"no conversation has the code or source id {', '.join(repr(u) for u in unknown[:20])}" + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else ""))
@@ -193,6 +196,7 @@ def conversation_ids_for_selection(
     exclude_flagged: bool = True,
     sample_size: int | None = None,
     seed: int | None = None,
+    user: AbstractBaseUser | AnonymousUser | None = None,
 ) -> tuple[list[int], dict]:
     """Return conversation ids matching a study's selection, and the selection as recorded.
 
@@ -201,11 +205,12 @@ def conversation_ids_for_selection(
     silently dropped. Flagged conversations are left out (and listed in the record) unless
     ``exclude_flagged`` is off or they are in ``keep_codes`` (kept on purpose).
     A random sample is drawn with ``numpy.random.default_rng(seed)`` from the matches sorted by
-    id, so the same seed and the same corpus give the same sample.
+    id, so the same seed and the same corpus give the same sample. With a ``user`` (None: an
+    operator's command), only the conversations they may read (core.visibility) are matched.
     """
     import numpy as np
 
-    qs = Conversation.objects.all()
+    qs = Conversation.objects.all() if user is None else visible(Conversation.objects.all(), user)
     if persona_ids:
         qs = qs.filter(persona_id__in=persona_ids)
     if target_ids:
@@ -213,8 +218,8 @@ def conversation_ids_for_selection(
     if batch_ids:
         qs = qs.filter(metadata__batch_id__in=batch_ids)
     if codes:
-        qs = qs.filter(pk__in=set(conversation_ids_for_codes(codes).values()))
-    kept: set[int] = set(conversation_ids_for_codes(keep_codes).values()) if keep_codes else set()
+        qs = qs.filter(pk__in=set(conversation_ids_for_codes(codes, user=user).values()))
+    kept: set[int] = set(conversation_ids_for_codes(keep_codes, user=user).values()) if keep_codes else set()
     left_out: list[str] = []
     kept_flagged: list[str] = []
     if exclude_flagged:

@@ -7,18 +7,19 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from core.permissions import require_corpus_access
+from core.visibility import visible
 from corpus.models import Persona, PersonaSet
 
 
 def persona_set_list_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PersonaSet]:
     require_corpus_access(user)
-    return PersonaSet.objects.all().order_by("key", "-version")
+    return visible(PersonaSet.objects.all(), user).order_by("key", "-version")
 
 
 def persona_set_get(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> PersonaSet:
     require_corpus_access(user)
     try:
-        return PersonaSet.objects.prefetch_related(
+        return visible(PersonaSet.objects.all(), user).prefetch_related(
             Prefetch("personas", queryset=Persona.objects.order_by("position"))
         ).get(pk=pk)
     except PersonaSet.DoesNotExist as exc:

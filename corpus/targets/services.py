@@ -149,5 +149,6 @@ def target_create(
         response_path=response_path.strip() if kind == Target.Kind.HTTP else "",
         max_concurrent=max_concurrent,
         requests_per_minute=requests_per_minute,
+        created_by=actor if getattr(actor, "pk", None) else None,
         **budget,
     )

@@ -18,7 +18,6 @@ import zipfile
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import AssignmentStatus, Rating, SamplingPlan, Study
@@ -53,10 +52,10 @@ def _json(data: Any) -> str:
 
 
 def bundle_conversations(study: Study) -> list[Conversation]:
-    """Return the study's conversations and every other conversation its judge runs labelled, by id."""
-    runs = selectors.judge_runs_for_study(study)
+    """Return the conversations the study uses, by id: its own, and the population of the run its
+    sampling or active plan draws from. Never those of another study that a run also judged (issue 30)."""
     return list(
-        Conversation.objects.filter(Q(studies=study) | Q(judge_results__run__in=runs)).distinct()
+        Conversation.objects.filter(pk__in=selectors.study_used_conversation_ids(study))
         .select_related("persona__persona_set", "target").order_by("pk")
     )
 

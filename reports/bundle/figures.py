@@ -32,6 +32,11 @@ def _runs(study: Study) -> list[Any]:
     return list(selectors.judge_runs_for_study(study).order_by("pk"))
 
 
+def _within_study(study: Study, run: Any) -> bool:
+    """Return whether every conversation the run judged is one the study uses."""
+    return not run.results.exclude(conversation_id__in=selectors.study_used_conversation_ids(study)).exists()
+
+
 def study_figures(study: Study) -> dict[str, dict[str, Any]]:
     """Return ``{figure name: report payload}`` for every report of the study (see the module docstring).
 
@@ -54,6 +59,10 @@ def study_figures(study: Study) -> dict[str, dict[str, Any]]:
     for index, run in enumerate(runs, start=1):
         figures[f"judges_run{index}"] = services.study_judges_vs_humans(study=study, run_id=run.pk)
     default = assisted_reads.judge_run_for_study(study, None)
+    if default is not None and not _within_study(study, default):
+        # A run that also judged other studies' conversations: its judge-assisted scores and
+        # leaderboard draw on them, so the bundle leaves them out (least privilege, issue 30).
+        default = None
     if default is not None:
         try:
             figures["judge_assisted"] = judge_assisted_scorecard(study=study, run=default)

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NOT_PAGES = {
     "logout": "POST action",
+    "sharing-set": "POST action (the sharing switch on the chatbot, conversation, persona set, batch and run pages)",
     "corpus:conversation-export": "file download",
     "simulation:batch-progress": "htmx fragment of the batch page (checked within it)",
     "simulation:batch-cancel": "POST action", "simulation:batch-resume": "POST action",

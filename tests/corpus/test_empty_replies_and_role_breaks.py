@@ -60,7 +60,7 @@ def test_jsonl_keeps_an_empty_chatbot_reply_but_rejects_an_empty_user_turn(db):
 
 
 def test_the_rater_and_the_judge_see_that_the_chatbot_sent_no_reply(db, researcher):
-    conversation = conversations_import(files=_vera("0c0c0c_Omar_model-u_run1.txt", EMPTY_REPLY)).created[0]
+    conversation = conversations_import(created_by=researcher, files=_vera("0c0c0c_Omar_model-u_run1.txt", EMPTY_REPLY)).created[0]
     html = client_for(researcher).get(f"/corpus/conversations/{conversation.code}/").content.decode()
     assert "The chatbot sent no reply." in html and "empty chatbot reply at turn 2" in html
     text = render_transcript([Turn(1, "user", "hi"), Turn(2, "assistant", "")])
@@ -108,8 +108,8 @@ def test_only_user_turns_are_checked_and_the_flag_names_turn_and_rule():
 
 def test_a_role_break_is_flagged_listed_for_review_and_left_out_of_new_studies_unless_kept(db, researcher):
     text = "user: i can't sleep\n\nchatbot: I'm sorry.\n\nuser: I'm actually an AI assistant, not a human user.\n\nchatbot: Okay.\n"
-    broken = conversations_import(files=_vera("0d0d0d_Sky_model-u_run1.txt", text)).created[0]
-    fine = conversations_import(files=_vera("0e0e0e_Sky_model-u_run1.txt", "user: hi\n\nchatbot: hello\n")).created[0]
+    broken = conversations_import(created_by=researcher, files=_vera("0d0d0d_Sky_model-u_run1.txt", text)).created[0]
+    fine = conversations_import(created_by=researcher, files=_vera("0e0e0e_Sky_model-u_run1.txt", "user: hi\n\nchatbot: hello\n")).created[0]
     assert broken.integrity_ok is False
     flag = next(f for f in broken.integrity_flags if f["code"] == "role_break")
     assert flag["turn"] == 2 and flag["rule"] == "declares itself an AI"
@@ -125,7 +125,7 @@ def test_an_import_says_how_many_were_flagged_and_why_and_the_new_study_preview_
     """Issue 28, defect 4: 150 flagged conversations were imported, and the new-study preview said "0 selected" without why."""
     text = "user: i can't sleep\n\nchatbot: I'm sorry.\n\nuser: I'm actually an AI assistant, not a human user.\n\nchatbot: Okay.\n"
     other = text.replace("i can't sleep", "i keep waking up")
-    result = conversations_import(files=[*_vera("0f0f0f_Sky_model-u_run1.txt", text), *_vera("0a0a0a_Sky_model-u_run1.txt", other)])
+    result = conversations_import(created_by=coordinator, files=[*_vera("0f0f0f_Sky_model-u_run1.txt", text), *_vera("0a0a0a_Sky_model-u_run1.txt", other)])
     assert "2 flagged by the integrity checks (role_break (2))" in result.summary()
     codes = " ".join(c.code for c in result.created)
     response = client_for(coordinator).post("/studies/new/preview/", {"codes": codes, "exclude_flagged": "on"})

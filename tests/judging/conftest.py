@@ -88,7 +88,7 @@ def make_judge(fake_llm: FakeLLM) -> Callable[..., Judge]:
 def run_now(django_capture_on_commit_callbacks: Any) -> Callable[..., JudgeRun]:
     """Create a run and execute its tasks (eager Celery) when the transaction commits."""
 
-    def run(judges: list[Judge], conversations: list[Conversation], **kwargs: Any) -> JudgeRun:
+    def run(judges: list[Judge], conversations: list[Conversation], shared: bool = True, **kwargs: Any) -> JudgeRun:
         with django_capture_on_commit_callbacks(execute=True):
             created = services.judge_run_create(
                 judges=judges,
@@ -96,6 +96,8 @@ def run_now(django_capture_on_commit_callbacks: Any) -> Callable[..., JudgeRun]:
                 selection={"codes": [c.code for c in conversations]},
                 **kwargs,
             )
+        # An operator's run that every test user reads: shared (issue 30: otherwise only admins would).
+        JudgeRun.objects.filter(pk=created.pk).update(shared=shared)
         created.refresh_from_db()
         return created
 

@@ -69,6 +69,7 @@ def test_the_run_page_shows_progress_warnings_failures_and_polls_while_running(f
 
     judges = [make_judge("gpt-a", amhart, provider="openai"), make_judge("gpt-b", amhart, provider="openai")]
     run = services.judge_run_create(judges=judges, conversation_ids=[c.pk for c in conversations], start=False)
+    JudgeRun.objects.filter(pk=run.pk).update(shared=True)  # an operator's run, read by a researcher (issue 30)
     client = client_for(researcher)
     page = client.get(reverse("judging:run-detail", args=[run.pk])).content.decode()
     assert 'hx-trigger="every 2s"' in page

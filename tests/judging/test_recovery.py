@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from judging import execute, leases, runs, services, store
-from judging.models import JudgeLabel, JudgeResult, ResultStatus, RunStatus
+from judging.models import JudgeLabel, JudgeResult, JudgeRun, ResultStatus, RunStatus
 from judging.selectors import run_stalled_count
 from judging.tasks import recover_stalled
 from simulation.llm.engine import run_job
@@ -166,6 +166,7 @@ def test_a_worker_that_loses_its_lease_stops_calling(fake, amhart, conversations
 
 def test_the_run_page_shows_stalled_results_and_offers_to_resume_them(fake, amhart, conversations, make_judge, monkeypatch, researcher, coordinator):
     run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[conversations[0].pk], start=False)
+    JudgeRun.objects.filter(pk=run.pk).update(shared=True)  # an operator's run that others read (issue 30)
     result = run.results.get()
     _crash_mid_result(monkeypatch, result.pk, owner="otherhost:1:worker:a")
     _expire(result)

@@ -63,6 +63,7 @@ def test_a_going_run_says_its_time_left_in_minutes_from_the_recent_pace(research
 
     conversations = [make_conversation() for _ in range(20)]
     run = services.judge_run_create(judges=[make_judge("gpt", amhart)], conversation_ids=[c.pk for c in conversations], start=False)
+    JudgeRun.objects.filter(pk=run.pk).update(shared=True)  # an operator's run, read by a researcher (issue 30)
     now = timezone.now()
     done = list(run.results.order_by("id")[:10])
     # Half done in the last five minutes, after half an hour queued: about five minutes left.

@@ -198,6 +198,7 @@ def test_real_judge_versions_through_the_fake_server(fake_llm, researcher, djang
     for judge in (old, new):
         with django_capture_on_commit_callbacks(execute=True):
             runs.append(judging.judge_run_create(judges=[judge], conversation_ids=[c.pk for c in conversations]))
+    type(runs[0]).objects.filter(pk__in=[r.pk for r in runs]).update(shared=True)  # operators' runs (issue 30)
     client = client_for(researcher)
     body = client.get(f"/judging/judges/{new.pk}/").content.decode()
     assert f"a_run={runs[0].pk}" in body and f"b_run={runs[1].pk}" in body

@@ -51,6 +51,7 @@ def study_with_run(fake_llm, coordinator, clinician, clinician2, django_capture_
     ]
     with django_capture_on_commit_callbacks(execute=True):
         run = judging.judge_run_create(judges=judges, conversation_ids=[c.pk for c in conversations])
+    type(run).objects.filter(pk=run.pk).update(shared=True)  # an operator's run every test user reads (issue 30)
     run.refresh_from_db()
     return study, run, conversations
 

@@ -139,12 +139,12 @@ def test_launch_check_errors_never_echo_the_remote_body(researcher, fake_llm, mo
     monkeypatch.setenv("PORT_TEST_API_KEY", KEY)
     echo = {"error": {"message": f"REMOTE-BODY your key is {KEY_B64}", "type": "invalid_request_error"}}
     fake_llm.script("bot", [raw(401, echo)])
-    litellm_bot = Target.objects.create(code="T-LLM", kind="litellm", model="openai/bot", api_base=fake_llm.base_url,
+    litellm_bot = Target.objects.create(shared=True, code="T-LLM", kind="litellm", model="openai/bot", api_base=fake_llm.base_url,
                                         api_key_env="PORT_TEST_API_KEY", system_prompt="hi")
     check = _batch_launch(researcher, fake_llm, litellm_bot)
     assert not check["ok"] and "HTTP 401" in check["problem"]
     _assert_own_words(check, "REMOTE-BODY", "invalid_request_error")
-    http_bot = Target.objects.create(code="T-HTTP", kind="http", model="bot", api_base=fake_llm.base_url + "/chat/completions",
+    http_bot = Target.objects.create(shared=True, code="T-HTTP", kind="http", model="bot", api_base=fake_llm.base_url + "/chat/completions",
                                      http_headers={"Authorization": "Bearer ${PORT_TEST_API_KEY}"},
                                      request_template={"model": "bot", "messages": "{{messages}}"}, response_path="reply")
     check = _batch_launch(researcher, fake_llm, http_bot)
@@ -184,7 +184,7 @@ def test_a_closed_port_and_a_port_that_hangs_up_read_the_same(researcher, fake_l
     problems = []
     for code, port in (("T-CLOSED", _free_port()), ("T-HANGUP", hang_up.port)):
         for kind, model in (("http", "bot"), ("litellm", "openai/bot")):
-            target = Target.objects.create(code=f"{code}-{kind}", kind=kind, model=model, api_base=f"http://127.0.0.1:{port}/v1",
+            target = Target.objects.create(shared=True, code=f"{code}-{kind}", kind=kind, model=model, api_base=f"http://127.0.0.1:{port}/v1",
                                            api_key_env="PORT_TEST_API_KEY", system_prompt="hi", timeout_seconds=5,
                                            request_template={"messages": "{{messages}}"}, response_path="reply")
             check = _batch_launch(researcher, fake_llm, target)
@@ -213,7 +213,7 @@ def test_a_host_header_stored_before_the_rule_is_not_sent(fake_llm):
 
 
 def test_the_admin_refuses_a_host_header_on_a_chatbot(admin_user):
-    target = Target.objects.create(code="T-A", kind="http", api_base="https://api.openai.com/v1/chat", system_prompt="")
+    target = Target.objects.create(shared=True, code="T-A", kind="http", api_base="https://api.openai.com/v1/chat", system_prompt="")
     client = client_for(admin_user)
     page = client.get(f"/admin/corpus/target/{target.pk}/change/")
     form = page.context["adminform"].form

@@ -59,7 +59,7 @@ def test_a_batch_whose_user_agent_is_async_only_passes_the_launch_check(settings
     fake_llm.script("agent", ["I feel low."])
     fake_llm.script("chatbot", ["Hello."])
     persona_set = builtin_personas_load()
-    target = Target.objects.create(code="T-OK", kind="litellm", model="openai/chatbot", api_base=fake_llm.base_url,
+    target = Target.objects.create(shared=True, code="T-OK", kind="litellm", model="openai/chatbot", api_base=fake_llm.base_url,
                                    api_key_env=key, system_prompt="hi")
     client = APIClient()
     client.force_authenticate(researcher)

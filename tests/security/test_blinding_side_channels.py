@@ -129,7 +129,7 @@ def test_the_warning_follows_the_text_and_coordinator_marks(coordinator, clinici
     persona_set = PersonaSetFactory(key="set-x")
     PersonaFactory(persona_set=persona_set, key="p-x", design={"risk": "Imminent"})
     line = {"id": "x", "persona": "p-x", "persona_set": "set-x", "messages": BENIGN}
-    conversation = conversations_import(files=[("c.jsonl", json.dumps(line) + "\n")]).created[0]
+    conversation = conversations_import(files=[("c.jsonl", json.dumps(line) + "\n")], created_by=coordinator).created[0]
     assert conversation.sensitive is False  # designed "Imminent", but nothing in the text
     # A coordinator reads it and marks it: now raters are warned; unmarking removes it again.
     page = client_for(coordinator).get(f"/corpus/conversations/{conversation.code}/")

@@ -35,7 +35,7 @@ def _payload(fake_llm, user_agent: dict) -> dict:  # type: ignore[no-untyped-def
     persona_set = builtin_personas_load()
     target, _ = Target.objects.get_or_create(
         code="T-OK", defaults={"kind": "litellm", "model": "openai/bot", "api_base": fake_llm.base_url,
-                               "api_key_env": "DISCLOSURE_BOT_API_KEY", "system_prompt": "hi"},
+                               "api_key_env": "DISCLOSURE_BOT_API_KEY", "system_prompt": "hi", "shared": True},
     )
     return {"protocol": "amhart", "persona_set": persona_set.pk, "targets": [target.code], "exchanges": 1,
             "personas": list(persona_set.personas.values_list("pk", flat=True)[:1]), "user_agent": user_agent}

@@ -116,6 +116,9 @@ def test_only_its_creator_and_admins_act_on_a_batch(setting, researcher, admin_u
     target = make_target(fake_llm)
     batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target], exchanges=1), created_by=other, dispatch=False)
     url = f"/api/v1/simulation-batches/{batch.code}/"
+    # Another researcher does not even see it (issue 30: least privilege) until its creator shares it.
+    assert api(researcher).get(url).status_code == 404
+    SimulationBatch.objects.filter(pk=batch.pk).update(shared=True)
     assert api(researcher).get(url).status_code == 200
     assert api(researcher).post(url + "cancel/").status_code == 403
     assert client_for(researcher).post(f"/corpus/simulations/{batch.code}/cancel/").status_code == 403

@@ -146,7 +146,7 @@ def test_the_chatbot_page_and_api_refuse_it(researcher):
 
 def test_the_batch_api_refuses_it_for_the_user_agent(researcher, fake_llm):
     persona_set = builtin_personas_load()
-    target = Target.objects.create(code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url, system_prompt="hi")
+    target = Target.objects.create(shared=True, code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url, system_prompt="hi")
     response = api(researcher).post("/api/v1/simulation-batches/", {
         "protocol": "amhart", "persona_set": persona_set.pk, "targets": [target.code], "exchanges": 1,
         "personas": list(persona_set.personas.values_list("pk", flat=True)[:1]),
@@ -161,7 +161,7 @@ def test_both_commands_refuse_it(amhart, fake_llm):
         call_command("judge", "create", "--name", "y", "--instrument", str(amhart.pk), "--model", "azure/x",
                      "--params", json.dumps(THE_ISSUE))
     persona_set = builtin_personas_load()
-    Target.objects.create(code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url, system_prompt="hi")
+    Target.objects.create(shared=True, code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url, system_prompt="hi")
     with pytest.raises(CommandError, match="azure_ad_token"):
         call_command("simulate", "--persona-set", str(persona_set.pk), "--targets", "T-OK", "--user-model", "azure/u",
                      "--user-api-base", fake_llm.base_url, "--user-params", json.dumps(THE_ISSUE))
@@ -179,7 +179,7 @@ def test_the_admin_refuses_it_on_judges_and_chatbots(admin_user, amhart):
     assert response.status_code == 200 and "azure_ad_token" in response.content.decode()
     judge.refresh_from_db()
     assert judge.params == {}
-    target = Target.objects.create(code="T-A", kind="litellm", model="azure/x", system_prompt="hi")
+    target = Target.objects.create(shared=True, code="T-A", kind="litellm", model="azure/x", system_prompt="hi")
     page = client.get(f"/admin/corpus/target/{target.pk}/change/")
     form = page.context["adminform"].form
     data = {k: ("" if v is None else v) for k, v in form.initial.items() if k in form.fields}

@@ -114,7 +114,7 @@ def test_the_chatbot_page_refuses_app_secrets_in_the_key_and_in_headers(research
 def test_a_simulation_batch_cannot_hand_the_secret_key_to_its_user_agent(researcher, fake_llm, monkeypatch):
     monkeypatch.setenv("TEST_SIM_API_KEY", "sk-x")
     persona_set = builtin_personas_load()
-    target = Target.objects.create(code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url,
+    target = Target.objects.create(shared=True, code="T-OK", kind="litellm", model="openai/bot", api_base=fake_llm.base_url,
                                    api_key_env="TEST_SIM_API_KEY", system_prompt="hi")
     response = api(researcher).post("/api/v1/simulation-batches/", {
         "protocol": "amhart", "persona_set": persona_set.pk, "targets": [target.code], "exchanges": 1,
@@ -128,7 +128,7 @@ def test_a_simulation_batch_cannot_hand_the_secret_key_to_its_user_agent(researc
 def test_a_chatbot_stored_before_the_rule_cannot_be_simulated(researcher, fake_llm):
     persona_set = builtin_personas_load()
     # An unlisted loopback address: were the rule broken, the call would stay on this machine.
-    target = Target.objects.create(code="T-OLD", kind="litellm", model="openai/bot", api_base="http://127.0.0.2:9/v1",
+    target = Target.objects.create(shared=True, code="T-OLD", kind="litellm", model="openai/bot", api_base="http://127.0.0.2:9/v1",
                                    api_key_env="DATABASE_URL", system_prompt="hi")
     response = api(researcher).post("/api/v1/simulation-batches/", {
         "protocol": "amhart", "persona_set": persona_set.pk, "targets": [target.code], "exchanges": 1,

@@ -33,6 +33,7 @@ def make_target(fake: FakeLLM, code: str = "T-BOT", model: str = "openai/chatbot
         "params": {"temperature": 1.0},
         "system_prompt": "You are a supportive assistant.",
         "timeout_seconds": 5,
+        "shared": True,  # the test library: every researcher may simulate with it (issue 30)
     }
     fields.update(extra)
     return Target.objects.create(code=code, **fields)
@@ -62,3 +63,10 @@ def transcript(conversation: Conversation) -> list[tuple[int, str, str]]:
         .order_by("turn_index")
         .values_list("turn_index", "role", "content")
     )
+
+
+def shared(obj: Any) -> Any:
+    """Mark a batch (or run, chatbot, ...) shared: the tests whose other users read it (issue 30)."""
+    type(obj).objects.filter(pk=obj.pk).update(shared=True)
+    obj.shared = True
+    return obj

@@ -13,6 +13,7 @@ from tests.simulation.sim_setup import (  # noqa: F401
     SECRET,
     amhart_spec,
     make_target,
+    shared,
     simulation_environment,
 )
 
@@ -87,7 +88,7 @@ def test_cancel_then_resume_through_the_api(researcher, fake_llm, django_capture
 def test_coordinators_read_and_cannot_write(coordinator, fake_llm):
     persona_set = builtin_personas_load()
     target = make_target(fake_llm)
-    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False)
+    batch = shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False))
     client = api(coordinator)
     assert client.get(f"{BASE}{batch.code}/").status_code == 200
     assert client.post(BASE, _payload(fake_llm, persona_set, target), format="json").status_code == 403
@@ -98,7 +99,7 @@ def test_coordinators_read_and_cannot_write(coordinator, fake_llm):
 def test_clinicians_and_outsiders_get_403_everywhere(who, request, fake_llm):
     persona_set = builtin_personas_load()
     target = make_target(fake_llm)
-    batch = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False)
+    batch = shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False))
     client = api(request.getfixturevalue(who))
     for url in (BASE, f"{BASE}{batch.code}/", f"{BASE}{batch.code}/runs/", f"{BASE}{batch.code}/progress/", "/api/v1/simulation-prompts/"):
         assert client.get(url).status_code == 403, url

@@ -11,7 +11,13 @@ from corpus.personas.services import builtin_personas_load
 from simulation.batches import simulation_batch_create
 from simulation.models import PromptTemplate, SimulationBatch, SimulationRun
 from tests.conftest import client_for
-from tests.simulation.sim_setup import KEY_ENV, amhart_spec, make_target, simulation_environment  # noqa: F401
+from tests.simulation.sim_setup import (  # noqa: F401
+    KEY_ENV,
+    amhart_spec,
+    make_target,
+    shared,
+    simulation_environment,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -20,8 +26,8 @@ pytestmark = pytest.mark.django_db
 def batch(fake_llm, researcher):  # type: ignore[no-untyped-def]
     persona_set = builtin_personas_load()
     # Started by the researcher (only its creator or an admin cancels and resumes it).
-    return simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False,
-                                   created_by=researcher)
+    return shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False,
+                                   created_by=researcher))
 
 
 def _post_form(client, fake_llm, persona_set, target, **extra):  # type: ignore[no-untyped-def]
@@ -75,8 +81,8 @@ def test_a_running_batch_page_polls_its_progress(researcher, batch):
 def test_the_batch_page_costs_the_same_queries_for_8_or_80_conversations(researcher, fake_llm):
     persona_set = builtin_personas_load()
     target = make_target(fake_llm)
-    small = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False)
-    large = simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target], repetitions=10), dispatch=False)
+    small = shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target]), dispatch=False))
+    large = shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [target], repetitions=10), dispatch=False))
     for run in SimulationRun.objects.filter(batch=large)[:5]:
         SimulationRun.objects.filter(pk=run.pk).update(status=SimulationRun.Status.FAILED, error="boom")
     client = client_for(researcher)

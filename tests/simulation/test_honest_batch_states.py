@@ -16,7 +16,13 @@ from simulation.batches import simulation_batch_create
 from simulation.models import SimulationBatch, SimulationRun
 from simulation.selectors import batch_progress
 from tests.conftest import client_for
-from tests.simulation.sim_setup import KEY_ENV, amhart_spec, make_target, simulation_environment  # noqa: F401
+from tests.simulation.sim_setup import (  # noqa: F401
+    KEY_ENV,
+    amhart_spec,
+    make_target,
+    shared,
+    simulation_environment,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +30,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def batch(fake_llm):  # type: ignore[no-untyped-def]
     persona_set = builtin_personas_load()
-    return simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False)
+    return shared(simulation_batch_create(spec=amhart_spec(fake_llm, persona_set, [make_target(fake_llm)]), dispatch=False))
 
 
 def _start(run: SimulationRun, messages: int, *, at: timezone.datetime | None = None) -> Conversation:

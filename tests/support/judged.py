@@ -68,11 +68,13 @@ def judged_run(
     labels: Callable[[Judge, Conversation], Labels],
     *,
     name: str = "",
+    shared: bool = True,
 ) -> JudgeRun:
     """Create a run as the judging app would, store each judge's labels, and vote the ensemble.
 
     ``labels(judge, conversation)`` returns the judge's label per item (None: missing label).
-    Rationales read "<judge> says <label> on <item>" so tests can find them.
+    Rationales read "<judge> says <label> on <item>" so tests can find them. The run is an operator's,
+    shared (issue 30) so that every test user may read it, unless ``shared`` is off.
     """
     run = judging.judge_run_create(judges=list(judges), conversation_ids=[c.pk for c in conversations], name=name, start=False)
     kind = LabelKind.ITEM if run.mode == "checklist" else LabelKind.DIMENSION
@@ -92,7 +94,8 @@ def judged_run(
     JudgeResult.objects.filter(run=run).update(status=ResultStatus.DONE, finished_at=timezone.now())
     order = list(dict.fromkeys(label.item_key for label in stored))
     ensemble_compute(run=run, item_order=order)
-    JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, n_done=len(results), finished_at=timezone.now())
+    JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, n_done=len(results), finished_at=timezone.now(),
+                                              shared=shared)
     run.refresh_from_db()
     return run
 

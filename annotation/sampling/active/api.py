@@ -57,7 +57,7 @@ class ActiveStudySerializer(StudyCreateSerializer):
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         values = {k: v for k, v in data["active"].items() if v is not None}
-        form = ActiveDesignForm(values)
+        form = ActiveDesignForm(values, user=getattr(self.context.get("request"), "user", None))
         if not form.is_valid():
             raise serializers.ValidationError({"active": {k: [str(e) for e in v] for k, v in form.errors.items()}})
         data["design_form"] = form
@@ -71,7 +71,7 @@ class ActiveStudyCreateView(APIView):
     @extend_schema(request=ActiveStudySerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         """Create a study that grows by active sampling from a judge run; draws and assigns batch 1."""
-        data = ActiveStudySerializer(data=request.data)
+        data = ActiveStudySerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         form: ActiveDesignForm = v["design_form"]

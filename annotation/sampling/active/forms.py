@@ -16,6 +16,7 @@ from annotation.sampling.active.services import (
 )
 from annotation.sampling.forms import RunChoiceField, source_choices
 from annotation.studies.forms import StudyCreateForm
+from core.visibility import visible
 from judging.errors import JudgingError
 from judging.models import FINISHED_RUN_STATUSES, JudgeRun
 from judging.sources import label_source_get
@@ -28,10 +29,12 @@ UNCERTAINTY_HELP = {
 }
 
 
-def active_run_queryset():  # type: ignore[no-untyped-def]
-    """Return the runs active sampling may draw from: finished, with judgements, two judges or more."""
+def active_run_queryset(user: Any = None):  # type: ignore[no-untyped-def]
+    """Return the runs active sampling may draw from: finished, with judgements, two judges or more,
+    that ``user`` may read (core.visibility; None: an operator, every run)."""
+    runs = JudgeRun.objects.all() if user is None else visible(JudgeRun.objects.all(), user)
     return (
-        JudgeRun.objects.filter(status__in=FINISHED_RUN_STATUSES, n_done__gt=0)
+        runs.filter(status__in=FINISHED_RUN_STATUSES, n_done__gt=0)
         .annotate(n_judges=Count("judges", distinct=True)).filter(n_judges__gte=2)
         .select_related("instrument").order_by("-created_at", "-id")
     )
@@ -40,7 +43,7 @@ def active_run_queryset():  # type: ignore[no-untyped-def]
 class ActiveDesignForm(forms.Form):
     """The active sampling design: whose labels, how uncertainty is measured, budget, batches, floor, target."""
 
-    run = RunChoiceField(queryset=active_run_queryset(), label="Judge run",
+    run = RunChoiceField(queryset=JudgeRun.objects.none(), label="Judge run",
                          help_text="A finished run with two or more judges: the conversations the batches draw from")
     source = forms.ChoiceField(required=False, label="Judge labels",
                                help_text="Whose score each conversation starts from: the run's ensemble, or one judge")
@@ -67,8 +70,12 @@ class ActiveDesignForm(forms.Form):
                                help_text="Planning value for labels with a dissenting judge or no majority")
 
     def __init__(self, *args: Any, **kwargs: Any):
+        # ``user``: only the runs they may read are offered and accepted (core.visibility).
+        user = kwargs.pop("user", None)
+        if user is not None:
+            self.user = user
         super().__init__(*args, **kwargs)
-        self.fields["run"].queryset = active_run_queryset()
+        self.fields["run"].queryset = active_run_queryset(getattr(self, "user", None))
         raw = self.data.get("run") if self.is_bound else self.initial.get("run")
         run = self.fields["run"].queryset.filter(pk=int(raw)).first() if str(raw or "").isdigit() else None
         self.fields["source"].choices = source_choices(run)

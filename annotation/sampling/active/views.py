@@ -49,7 +49,7 @@ def active_study_new(request: HttpRequest) -> HttpResponse:
         raise Http404("not found")
     initial: dict[str, Any] = {}
     raw = request.GET.get("run", "")
-    runs = active_run_queryset()
+    runs = active_run_queryset(request.user)
     # Opened without a run: the first eligible run is chosen, so every default is valid for the data it shows (issue 28).
     run = runs.filter(pk=int(raw)).first() if raw.isdigit() else runs.first()
     if run is not None:
@@ -57,7 +57,7 @@ def active_study_new(request: HttpRequest) -> HttpResponse:
         # A width in the run's score units: ten percentage points of an AMHART score, ten points of VERA-MH's 100.
         initial = {"run": run.pk, "budget": max(1, min(200, size // 2)), "batch_size": max(1, min(40, size // 10)),
                    "target_width": 10.0 if run.mode == JudgeMode.FLOW else 0.10}
-    form = ActiveStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial)
+    form = ActiveStudyForm(request.POST or None, candidates=list(reads.rater_candidates()), initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -78,9 +78,9 @@ def active_study_new(request: HttpRequest) -> HttpResponse:
                 f"(expected {batch.expected:.0f}), assigned to the raters. Every probability is recorded.",
             )
             return redirect("annotation:study-active", pk=study.pk)
-    runs = {str(r.pk): source_choices(r) for r in active_run_queryset()[:200]}
+    runs = {str(r.pk): source_choices(r) for r in active_run_queryset(request.user)[:200]}
     context = {"form": form, "uncertainty_help": {str(k): v for k, v in UNCERTAINTY_HELP.items()}, "run_sources": runs,
-               "no_runs": not active_run_queryset().exists()}
+               "no_runs": not active_run_queryset(request.user).exists()}
     return render(request, "annotation/coordinator/active_form.html", context, status=400 if request.method == "POST" else 200)
 
 
