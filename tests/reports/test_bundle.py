@@ -347,3 +347,12 @@ def test_the_vera_mh_layout_reads_back_to_the_same_messages(demo_bundle):
         original = jsonl[index[record.file]]
         assert record.messages == [(m["role"], m["content"].strip()) for m in original["messages"] if m["role"] != "system"]
         assert record.target_model == original["target"]["model"].replace("/", "-")
+
+
+def test_every_file_name_in_the_bundle_is_portable(demo_bundle):
+    """Issue 31, defect 7: 14 names held ':' (judge_assisted_item:amhart_01.json), which Windows cannot extract."""
+    from reports.bundle import layout
+
+    names = zipfile.ZipFile(io.BytesIO(demo_bundle[DEMO_STUDY][0])).namelist()
+    assert [name for name in names if not layout.is_portable(name)] == []
+    assert any(name.startswith("figures/plotly/judge_assisted_item-") for name in names)
