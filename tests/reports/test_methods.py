@@ -513,3 +513,20 @@ def test_judges_paragraph_counts_the_rated_conversations_the_alt_test_uses_befor
     assert f"{data['n_conversations']} conversations rated by {data['n_raters']} raters and judged by the run" in text
     assert not re.search(r"\b0 conversations rated", text)
     assert "0 conversation–item pairs of them with a human consensus" in text
+
+
+def test_every_work_a_paragraph_cites_is_in_its_references_and_the_reliability_checks_name_their_software(known):
+    """Issue 31, defect 8b: the reliability paragraph said Fleiss and AC1 equal irrCAC and statsmodels but cited neither."""
+    from reports.methods.references import REFERENCES
+
+    reliability = services.study_reliability(study=known.study)
+    judges = services.study_judges_vs_humans(study=known.study, run_id=known.run.pk)
+    for data in (reliability, judges):
+        text, keys = _text(data), {r["key"] for r in data["methods"]["references"]}
+        assert {key for key, ref in REFERENCES.items() if ref.cite in text} <= keys
+    text, keys = _text(reliability), {r["key"] for r in reliability["methods"]["references"]}
+    software = {"statsmodels": "seabold2010", "irrCAC": "gwet2019irrcac", "krippendorff package": "castro2017",
+                "scikit-learn": "pedregosa2011"}
+    for name, key in software.items():
+        assert name in text and key in keys and REFERENCES[key].cite in text
+    assert "fergadis_irrcac" in keys  # the Python port the reference values came from
