@@ -11,6 +11,7 @@ SHA-256 and the app version. ``reports.bundle.importer`` rebuilds the study from
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -82,6 +83,10 @@ def study_bundle_zip(*, study: Study) -> bytes:
         for name in core.namelist():
             files[name] = core.read(name)
 
+    places = _run_places(study)
+    for name in RUN_TABLES:
+        if name in files:
+            files[name] = _runs_by_place(files[name], places)
     written: set[str] = set()
 
     def put(name: str, text: str) -> None:
@@ -121,6 +126,30 @@ def study_bundle_zip(*, study: Study) -> bytes:
         for name in sorted(files):
             archive.writestr(name, files[name])
     return out.getvalue()
+
+
+# The study zip's tables that name judge runs: the bundle names each run by its place among the study's runs
+# (oldest first), as study.json does, never by its database id, so a study rebuilt from the bundle exports
+# the same bytes (issue 31, defect 8d).
+RUN_TABLES = (layout.JUDGE_LABELS, "judge_dimensions.csv", "ensemble.csv")
+
+
+def _run_places(study: Study) -> dict[int, int]:
+    return {run.pk: index for index, run in enumerate(selectors.judge_runs_for_study(study).order_by("pk"), start=1)}
+
+
+def _runs_by_place(data: bytes, places: dict[int, int]) -> bytes:
+    """Return a judge table with its ``run`` column holding each run's place instead of its id (cells otherwise as written)."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    if not rows or "run" not in rows[0]:
+        return data
+    column = rows[0].index("run")
+    for row in rows[1:]:
+        if row[column].isdigit():
+            row[column] = str(places.get(int(row[column]), row[column]))
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue().encode("utf-8")
 
 
 def vera_layout(conversations: list[Conversation], messages: dict[int, list[tuple[str, str]]]) -> dict[int, tuple[str, dict[str, Any]]]:
@@ -257,15 +286,15 @@ def _study_document(study: Study, conversations: list[Conversation]) -> dict[str
         ],
         "other_conversations": sorted({c.code for c in conversations} - {link.conversation.code for link in links}),
         "judge_runs": [
-            {"place": index, "run": run.pk, "name": run.name, "mode": run.mode, "instrument": instrument_file(run.instrument),
+            {"place": index, "run": index, "name": run.name, "mode": run.mode, "instrument": instrument_file(run.instrument),
              "judges": sorted({str(j.get("name")) for j in (run.config or {}).get("judges", {}).values()})}
             for index, run in enumerate(runs, start=1)
         ],
-        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}),
+        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}, _run_places(study)),
     }
 
 
-def _plan_document(plan: SamplingPlan, codes: dict[int, str]) -> dict[str, Any]:
+def _plan_document(plan: SamplingPlan, codes: dict[int, str], places: dict[int, int]) -> dict[str, Any]:
     """Return the sampling plan with what names database rows named by code instead (conversations, the judge)."""
     planning = dict(plan.planning or {})
     if "unit_inclusion_prob" in planning:
@@ -274,7 +303,7 @@ def _plan_document(plan: SamplingPlan, codes: dict[int, str]) -> dict[str, Any]:
     if source.startswith("judge:"):
         judge = (plan.judge_run.config or {}).get("judges", {}).get(source.split(":", 1)[1], {})
         source = f"judge_name:{judge.get('name', '')}"
-    return {"run": plan.judge_run_id, "source": source, "method": plan.method, "allocation": plan.allocation,
+    return {"run": places.get(plan.judge_run_id), "source": source, "method": plan.method, "allocation": plan.allocation,
             "boost": plan.boost, "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
             "planning": planning}
 

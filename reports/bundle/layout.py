@@ -67,7 +67,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("reason", "the adjudicator's reason, if any"),
     ],
     JUDGE_LABELS: [
-        ("run", "the judge run's id in the exporting database (study.json lists each run's name and place)"),
+        ("run", "the judge run's place among the study's judge runs, oldest first (1, 2, ...; study.json lists each run's name and place); bundles made before issue 31 wrote its id in the exporting database"),
         ("conversation", "conversation code"),
         ("judge", "judge name"),
         ("provider", "the judge's provider"),
