@@ -358,11 +358,6 @@ def test_every_file_name_in_the_bundle_is_portable(demo_bundle):
     assert any(name.startswith("figures/plotly/judge_assisted_item-") for name in names)
 
 
-# judge_labels_long.csv gives each judge's provider and model; an imported run's judges are external (provider
-# "external", model "external/<name>"), so that file alone is not byte-identical after a round trip (not fixed yet).
-NOT_ROUND_TRIPPED = {"judge_labels_long.csv"}
-
-
 @pytest.mark.parametrize("name", [DEMO_STUDY, PLAN_STUDY])
 def test_export_import_export_gives_byte_identical_csvs_and_the_same_methods_text(demo_bundle, name):
     """Issue 31, defect 8d: a round trip must keep the scorecard's row order and the methods' clause order."""
@@ -373,8 +368,11 @@ def test_export_import_export_gives_byte_identical_csvs_and_the_same_methods_tex
     csvs = sorted(n for n in first.namelist() if n.endswith(".csv"))
     assert csvs == sorted(n for n in second.namelist() if n.endswith(".csv"))
     assert any(n.startswith("scores_") for n in csvs)
-    changed = [n for n in csvs if first.read(n) != second.read(n) and n not in NOT_ROUND_TRIPPED]
-    assert changed == [], {n: _first_difference(first.read(n), second.read(n)) for n in changed}
+    changed = [n for n in csvs if first.read(n) != second.read(n)]
+    # The judges' quoted turns do not come back yet (the external-label import reads no evidence column): that one
+    # column aside, judge_labels_long.csv is identical too: same runs, judges, providers, models, rows and order.
+    assert changed in ([], ["judge_labels_long.csv"]), {n: _first_difference(first.read(n), second.read(n)) for n in changed}
+    assert _without(first.read("judge_labels_long.csv"), "evidence_turns") == _without(second.read("judge_labels_long.csv"), "evidence_turns")
     assert _methods(first) == _methods(second)
 
 
@@ -384,6 +382,12 @@ def _methods(archive: zipfile.ZipFile) -> str:
     import re
 
     return re.sub(r"judge run #\d+", "judge run #N", archive.read("METHODS.md").decode())
+
+
+def _without(data: bytes, column: str) -> list[list[str]]:
+    rows = list(csv.reader(io.StringIO(data.decode(), newline="")))
+    where = rows[0].index(column)
+    return [row[:where] + row[where + 1:] for row in rows]
 
 
 def _first_difference(a: bytes, b: bytes) -> tuple[str, str]:
