@@ -153,9 +153,14 @@ def _external_prompt(mode: str) -> PromptTemplate:
 @transaction.atomic
 def judge_labels_import(
     *, text: str, file: str, instrument: Instrument, name: str = "", created_by: AbstractBaseUser | None = None,
-    dry_run: bool = False,
+    dry_run: bool = False, identities: dict[str, tuple[str, str]] | None = None,
 ) -> JudgeLabelsImportResult:
-    """Store judge labels made outside the app as one finished external judge run; all or nothing."""
+    """Store judge labels made outside the app as one finished external judge run; all or nothing.
+
+    ``identities``: judge name -> (provider, model) it was known by where the labels were made (a
+    publication bundle names them); the run's snapshot of that judge records them, still marked
+    external, so the run's exports name the judge as the source did. Without it: ``external``.
+    """
     labels, problems, n_rows = _parse(text, file, instrument)
     if problems:
         raise ImportRejected(problems)
@@ -178,6 +183,10 @@ def judge_labels_import(
         judges.append(judge)
     by_name = {j.name: j for j in judges}
     snapshots = {str(j.pk): {**judge_snapshot(j, position=i), "external": True} for i, j in enumerate(judges)}
+    for snapshot in snapshots.values():
+        provider, model = (identities or {}).get(snapshot.get("name", ""), ("", ""))
+        if provider and model:
+            snapshot.update(provider=provider, model=model)
     now = timezone.now()
     instances = max(label.instance for label in labels) + 1
     run = JudgeRun.objects.create(

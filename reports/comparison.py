@@ -162,9 +162,12 @@ def compute_judges(
     judges, ensemble, humans, consensus = inputs.judges, inputs.ensemble, inputs.humans, inputs.consensus
     off_scale = defaultdict(Counter, inputs.off_scale)
     payload.update({
+        # Counted on the set the alt-test and the per-rater figures use: the rated conversations the run judged
+        # (consensus counted apart: before it is computed there is none, yet the ratings are compared).
         "n_consensus": len(consensus),
-        "n_conversations": len({unit for unit, _ in consensus}),
-        "n_raters": len({r[1] for r in humans}),
+        "n_consensus_conversations": len({unit for unit, _ in consensus}),
+        "n_conversations": len(rated := {r[0] for r in humans} & {r[0] for r in [*judges, *ensemble]}),
+        "n_raters": len({r[1] for r in humans if r[0] in rated}),
         "instrument": instrument_facts(study.instrument),
         "consensus_rule": consensus_facts(study),
         "ensemble": ensemble_facts(JudgeRun.objects.get(pk=run_id)),

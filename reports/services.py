@@ -338,8 +338,9 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             if payload is not None:
                 sections.append((heading, payload.get("methods")))
             elif na == "category":
-                missing.append(f"{heading}: not computed since the data last changed; open "
-                               f"/reports/studies/{study.pk}/judges/?run={run_id} and download the zip again.")
+                # No study id in the text: it changes when the study is rebuilt from its bundle (issue 31, defect 8d).
+                missing.append(f"{heading}: not computed since the data last changed; open the study's Reports · "
+                               "Judges vs humans page for this run and download the zip again.")
         evidence = study_evidence_agreement_cached(study=study, run_id=run_id)  # only where a page computed it
         if evidence is not None and not evidence.get("empty"):
             sections.append((f"Evidence agreement of judges and clinicians (judge run #{run_id})", evidence.get("methods")))
@@ -355,7 +356,9 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             missing.append(f"Judge-assisted scores (judge run #{default_run.pk}): {exc}")
         else:
             sections.append((f"Judge-assisted scores (judge run #{default_run.pk})", assisted.get("methods")))
-    return markdown(f"Methods: study {study.pk}", sections, missing=missing)
+    # Neither the study's id (it changes when the study is rebuilt from its bundle: issue 31, defect 8d) nor its
+    # name (it often names the chatbots under test).
+    return markdown("Methods of the study's reports", sections, missing=missing)
 
 
 def _coverage_line(card: dict[str, Any]) -> str:

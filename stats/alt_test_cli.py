@@ -12,7 +12,6 @@ exit with status 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from collections.abc import Sequence
@@ -29,10 +28,9 @@ from .alt_test import (
     AltTestReport,
     alt_test_long,
 )
+from .cli_input import CsvInputError, read_judges, read_numbered, read_vera, vera_unit
 from .data import StatsInputError
 from .labels import LabelNormaliser, label_key
-
-JUDGE_COLUMNS = ("unit", "judge", "item", "label")
 
 
 def add_parser(sub: Any) -> None:
@@ -52,54 +50,7 @@ def add_parser(sub: Any) -> None:
                         help="N/A answers as a label of their own (default) or dropped")
     parser.add_argument("--format", choices=("long", "vera-mh"), default="long", help="format of the ratings file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
-def _read_judges(path: str) -> list[tuple[str, str, str, str | None]]:
-    """Read ``unit,judge,item,label`` rows; raise CsvInputError at the first problem."""
-    from .cli import CsvInputError
-
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            rows = [(reader.line_num, r) for r in reader]
-    except FileNotFoundError:
-        raise CsvInputError(path, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise CsvInputError(path, f"not UTF-8 text ({exc.reason})") from None
-    except csv.Error as exc:
-        raise CsvInputError(path, f"malformed CSV: {exc}") from None
-    rows = [(n, r) for n, r in rows if any(cell.strip() for cell in r)]
-    if not rows:
-        raise CsvInputError(path, "empty file; expected the header unit,judge,item,label", 1)
-    header_line, header = rows[0]
-    header = [h.strip().lower() for h in header]
-    for col in JUDGE_COLUMNS:
-        if header.count(col) != 1:
-            problem = "missing" if col not in header else "repeated"
-            raise CsvInputError(path, f"header column {col!r} {problem}; expected unit,judge,item,label", header_line)
-    where = {col: header.index(col) for col in JUDGE_COLUMNS}
-    out: list[tuple[str, str, str, str | None]] = []
-    seen: dict[tuple[str, str, str], int] = {}
-    for line, row in rows[1:]:
-        if len(row) != len(header):
-            raise CsvInputError(path, f"expected {len(header)} fields, found {len(row)}", line)
-        unit, judge, item, label = (row[where[c]].strip() for c in JUDGE_COLUMNS)
-        for col, value in (("unit", unit), ("judge", judge), ("item", item)):
-            if not value:
-                raise CsvInputError(path, f"{col} is empty", line, col)
-        if (unit, judge, item) in seen:
-            raise CsvInputError(path, f"duplicate label of unit {unit!r} by judge {judge!r} on item {item!r} "
-                                f"(first on line {seen[(unit, judge, item)]})", line)
-        seen[(unit, judge, item)] = line
-        out.append((unit, judge, item, label or None))
-    if not out:
-        raise CsvInputError(path, "no judge rows after the header", header_line)
-    return out
-
-
-def _vera_unit(unit: str) -> str:
-    """Return a conversation id as the VERA-MH ratings reader keeps it: without a leading '#'."""
-    return unit.lstrip("#").strip() if unit.startswith("#") else unit
+    parser.set_defaults(run=main)
 
 
 def run(
@@ -156,15 +107,13 @@ def _text(reports: dict[str, AltTestReport], epsilon: float, q: float) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Run the subcommand; return the exit status (0 ok, 2 bad input)."""
-    from .cli import CsvInputError, _read_numbered, _read_vera
-
     try:
-        numbered = _read_vera(args.file) if args.format == "vera-mh" else _read_numbered(args.file)
-        judges = _read_judges(args.judges)
+        numbered = read_vera(args.file) if args.format == "vera-mh" else read_numbered(args.file)
+        judges = read_judges(args.judges)
         if args.format == "vera-mh":
             # The published ratings write some conversation ids with a leading '#' (read without it): the
             # judges' file names them the same way, so its ids are read the same way (issue 31, defect 6).
-            judges = [(_vera_unit(u), j, i, label) for u, j, i, label in judges]
+            judges = [(vera_unit(u), j, i, label) for u, j, i, label in judges]
         reports = run([row for _, row in numbered], judges, epsilon=args.epsilon, q=args.q, scoring=args.scoring,
                       na=args.na)
     except CsvInputError as exc:

@@ -21,6 +21,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from .agreement_cli import run_argv
+
 MANIFEST = "manifest.json"
 PREFIX = ("python", "-m", "stats", "agreement")
 
@@ -34,6 +36,7 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser("bundle", help="reliability figures of a publication bundle, from its files alone")
     parser.add_argument("bundle", help="the bundle's zip, or the folder it was unpacked to")
     parser.add_argument("--json", action="store_true", help="print JSON: each label set's report, keyed by its ratings file")
+    parser.set_defaults(run=main)
 
 
 def read_bundle(path: str | Path) -> dict[str, bytes]:
@@ -86,8 +89,6 @@ def commands(manifest: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 def main(args: Any) -> int:
     """Run ``python -m stats bundle``; return the exit status (0 ok, 2 bad input or a failed command)."""
-    from .cli import main as stats_main
-
     try:
         files = read_bundle(args.bundle)
         manifest = verified_manifest(files)
@@ -105,7 +106,7 @@ def main(args: Any) -> int:
             target.write_bytes(files[name])
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                status = stats_main(["agreement", str(target), *options, *(["--json"] if args.json else [])])
+                status = run_argv([str(target), *options, *(["--json"] if args.json else [])])
             if status:
                 return status
             if args.json:

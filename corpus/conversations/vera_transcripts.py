@@ -181,6 +181,7 @@ def _name_error(message: str, name: str) -> VeraFormatError:
 
 # Writing the published layout (the publication bundle): the inverse of the readers above.
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
+_MODEL_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def transcript_text(messages: Collection[tuple[str, str]]) -> str:
@@ -200,16 +201,34 @@ def name_token(text: str, fallback: str) -> str:
     return token or fallback
 
 
+def model_token(text: str, fallback: str = "unknown") -> str:
+    """Return a model name as the file-name and folder token VERA-MH writes: single ``_`` kept, no ``__``.
+
+    The readers take the model as everything between the persona and ``run<k>`` (file) or
+    between ``p_``/``__a_``/``__t`` (folder), so single underscores survive (``gpt_4o_mini``);
+    characters outside ``[A-Za-z0-9._-]`` become ``-`` and a trailing dot is dropped, so the name
+    is portable to every common file system.
+    """
+    token = re.sub(r"_{2,}", "_", _MODEL_UNSAFE.sub("-", text.strip())).strip("-_").rstrip(".")
+    return token or fallback
+
+
 def transcript_filename(conv_id: str, persona: str, model: str, run: int) -> str:
-    """Return ``<id>_<Persona>_<model>_run<k>.txt``; ``conv_id`` must be hexadecimal, as in the published files."""
+    """Return ``<id>_<Persona>_<model>_run<k>.txt``; ``conv_id`` must be hexadecimal, as in the published files.
+
+    ``model`` is the persona's (user-agent's) model, as VERA-MH writes it; ``run`` counts from 1.
+    ``parse_transcript_filename`` reads the name back to the same parts.
+    """
     if not _HEX.match(conv_id):
         raise ValueError(f"transcript id {conv_id!r} is not hexadecimal")
-    return f"{conv_id}_{name_token(persona, 'Unknown')}_{name_token(model, 'unknown')}_run{run}.txt"
+    return f"{conv_id}_{name_token(persona, 'Unknown')}_{model_token(model)}_run{run}.txt"
 
 
 def run_folder_name(user_model: str, chatbot_model: str, turns: int, runs: int, timestamp: str) -> str:
-    """Return ``p_<user model>__a_<chatbot model>__t<turns>__r<runs>__<timestamp>`` (model names made safe)."""
-    def safe(model: str) -> str:
-        return re.sub(r"_{2,}", "_", _NAME_UNSAFE.sub("-", model.strip()).strip("-")) or "unknown"
+    """Return ``p_<user model>__a_<chatbot model>__t<turns>__r<runs>__<timestamp>`` (names made safe).
 
-    return f"p_{safe(user_model)}__a_{safe(chatbot_model)}__t{turns}__r{runs}__{timestamp}"
+    ``turns`` is the maximum number of messages (VERA-MH's ``max_turns``: each speaker's message
+    is a turn), ``runs`` the runs per persona. ``parse_run_folder`` reads it back to the same parts.
+    """
+    stamp = _MODEL_UNSAFE.sub("-", timestamp.strip()).strip("-").rstrip(".") or "0"
+    return f"p_{model_token(user_model)}__a_{model_token(chatbot_model)}__t{turns}__r{runs}__{stamp}"

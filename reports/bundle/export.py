@@ -11,6 +11,7 @@ SHA-256 and the app version. ``reports.bundle.importer`` rebuilds the study from
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -25,6 +26,9 @@ from annotation.studies.restore import study_settings
 from core.csvstream import csv_text
 from corpus.conversations.selectors import conversation_as_record
 from corpus.conversations.vera_transcripts import (
+    RunFolder,
+    model_token,
+    parse_run_folder,
     run_folder_name,
     transcript_filename,
     transcript_text,
@@ -44,7 +48,7 @@ from stats.vera import DESIGN_COLUMNS, DIMENSION_COLUMNS, SECTION_COLUMNS
 
 
 def instrument_file(instrument: Instrument) -> str:
-    return f"instruments/{instrument.key}-v{instrument.version}.json"
+    return layout.portable_path(f"instruments/{instrument.key}-v{instrument.version}.json")
 
 
 def _json(data: Any) -> str:
@@ -78,7 +82,18 @@ def study_bundle_zip(*, study: Study) -> bytes:
         for name in core.namelist():
             files[name] = core.read(name)
 
+    places = _run_places(study)
+    for name in RUN_TABLES:
+        if name in files:
+            files[name] = _runs_by_place(files[name], places)
+    written: set[str] = set()
+
     def put(name: str, text: str) -> None:
+        # Every name portable (issue 31, defect 7: figure names held ':', which Windows cannot extract).
+        name = layout.portable_path(name)
+        if name in written:
+            raise ValueError(f"two files of the bundle would be named {name!r}")
+        written.add(name)
         files[name] = text.encode("utf-8")
 
     if split_current(study) is not None:
@@ -112,33 +127,120 @@ def study_bundle_zip(*, study: Study) -> bytes:
     return out.getvalue()
 
 
+# The study zip's tables that name judge runs: the bundle names each run by its place among the study's runs
+# (oldest first), as study.json does, never by its database id, so a study rebuilt from the bundle exports
+# the same bytes (issue 31, defect 8d).
+RUN_TABLES = (layout.JUDGE_LABELS, "judge_dimensions.csv", "ensemble.csv")
+
+
+def _run_places(study: Study) -> dict[int, int]:
+    return {run.pk: index for index, run in enumerate(selectors.judge_runs_for_study(study).order_by("pk"), start=1)}
+
+
+def _runs_by_place(data: bytes, places: dict[int, int]) -> bytes:
+    """Return a judge table with its ``run`` column holding each run's place instead of its id (cells otherwise as written)."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    if not rows or "run" not in rows[0]:
+        return data
+    column = rows[0].index("run")
+    for row in rows[1:]:
+        if row[column].isdigit():
+            row[column] = str(places.get(int(row[column]), row[column]))
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue().encode("utf-8")
+
+
+def vera_layout(conversations: list[Conversation], messages: dict[int, list[tuple[str, str]]]) -> dict[int, tuple[str, dict[str, Any]]]:
+    """Return each conversation's path in VERA-MH's layout and the layout facts behind it, by conversation id.
+
+    As VERA-MH's generator writes them: the run index counts from 1 (the stored ``run_index``, which
+    the VERA-MH import and the simulator both count from 1), the file's model token is the persona's
+    (user-agent's) model, the folder's ``t`` is the maximum number of messages (stored by the VERA-MH
+    import and the simulator; else the messages the longest transcript has) and ``r`` the runs per
+    persona. A conversation imported from a run folder goes back to a folder of the same name. The
+    facts (``run_folder``, ``user_model``, ``max_turns``, ``runs_per_persona``, ``timestamp``,
+    ``model_short``: the keys the VERA-MH import stores) go into the bundle's JSONL metadata, so a
+    study rebuilt from the bundle writes the same paths again.
+    """
+    groups: dict[str, list[Conversation]] = defaultdict(list)
+    parsed: dict[str, RunFolder] = {}
+    fresh: dict[tuple[str, str], list[Conversation]] = defaultdict(list)
+    for conversation in conversations:
+        stored = str((conversation.metadata or {}).get("run_folder") or "")
+        try:
+            parsed[stored] = parse_run_folder(stored)
+        except ValueError:
+            fresh[(_user_model(conversation), _chatbot(conversation))].append(conversation)
+            continue
+        groups[stored].append(conversation)
+    for (user_model, chatbot), members in sorted(fresh.items()):
+        turns = max(_max_turns(c, messages[c.pk]) for c in members)
+        runs = max(_run(c) for c in members)
+        stamp = min(c.created_at for c in members).strftime("%Y%m%d_%H%M%S_%f")[:-3]
+        folder = RunFolder(user_model, chatbot, max(turns, 1), max(runs, 1), stamp)
+        name = run_folder_name(folder.user_model, folder.chatbot_model, folder.turns, folder.runs, folder.timestamp)
+        parsed[name] = parse_run_folder(name)
+        groups[name].extend(members)
+    out: dict[int, tuple[str, dict[str, Any]]] = {}
+    for name, members in sorted(groups.items()):
+        folder = parsed[name]
+        for conversation in members:
+            metadata = conversation.metadata or {}
+            model = str(metadata.get("model_short") or _user_model(conversation).rsplit("/", 1)[-1])
+            persona = conversation.persona.name if conversation.persona else str(metadata.get("persona_name") or "")
+            file = transcript_filename(vera_id(conversation), persona, model, _run(conversation))
+            out[conversation.pk] = (f"{name}/{file}", {
+                "run_folder": name, "user_model": folder.user_model, "max_turns": folder.turns,
+                "runs_per_persona": folder.runs, "timestamp": folder.timestamp, "model_short": model_token(model),
+            })
+    return out
+
+
+def _user_model(conversation: Conversation) -> str:
+    metadata = conversation.metadata or {}
+    agent = metadata.get("user_agent") if isinstance(metadata.get("user_agent"), dict) else {}
+    return str(metadata.get("user_model") or agent.get("model") or "unknown")
+
+
+def _chatbot(conversation: Conversation) -> str:
+    return conversation.target.model if conversation.target is not None else "unknown"
+
+
+def _run(conversation: Conversation) -> int:
+    if conversation.run_index is not None:
+        return conversation.run_index
+    repetition = (conversation.metadata or {}).get("repetition")
+    return repetition if isinstance(repetition, int) and not isinstance(repetition, bool) else 1
+
+
+def _max_turns(conversation: Conversation, messages: list[tuple[str, str]]) -> int:
+    metadata = conversation.metadata or {}
+    for key in ("max_turns", "expected_messages"):
+        value = metadata.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return sum(1 for role, _ in messages if role in ("user", "assistant"))
+
+
 def _transcripts(conversations: list[Conversation], put: Any) -> None:
     """Write the JSONL file and the VERA-MH run folders with their index."""
     messages: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for cid, role, content in Message.objects.filter(conversation__in=conversations).order_by("conversation_id", "turn_index").values_list(
             "conversation_id", "role", "content"):
         messages[cid].append((role, content))
+    paths = vera_layout(conversations, messages)
     lines = []
     for conversation in conversations:
-        lines.append(json.dumps(conversation_as_record(conversation), ensure_ascii=False) + "\n")
+        record = conversation_as_record(conversation)
+        record["metadata"].update(paths[conversation.pk][1])
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
     put(layout.JSONL, "".join(lines))
-    stamp = timezone.now().strftime("%Y%m%d_%H%M%S")
-    folders: dict[tuple[str, str], list[Conversation]] = defaultdict(list)
-    for conversation in conversations:
-        user_model = str(conversation.metadata.get("user_model") or "unknown")
-        chatbot = conversation.target.model if conversation.target is not None else "unknown"
-        folders[(user_model, chatbot)].append(conversation)
     index = []
-    for (user_model, chatbot), members in sorted(folders.items()):
-        turns = max((sum(1 for role, _ in messages[c.pk] if role == "user") for c in members), default=1)
-        runs = max(((c.run_index or 0) + 1 for c in members), default=1)
-        folder = run_folder_name(user_model, chatbot, max(turns, 1), max(runs, 1), stamp)
-        for conversation in members:
-            persona = conversation.persona.name if conversation.persona else str(conversation.metadata.get("persona_name") or "")
-            name = transcript_filename(vera_id(conversation), persona, chatbot.rsplit("/", 1)[-1], (conversation.run_index or 0) + 1)
-            path = f"{folder}/{name}"
-            put(f"{layout.VERA_DIR}{path}", transcript_text(messages[conversation.pk]))
-            index.append([path, conversation.code, vera_id(conversation)])
+    for conversation in sorted(conversations, key=lambda c: paths[c.pk][0]):
+        path = paths[conversation.pk][0]
+        put(f"{layout.VERA_DIR}{path}", transcript_text(messages[conversation.pk]))
+        index.append([path, conversation.code, vera_id(conversation)])
     put(layout.VERA_INDEX, csv_text([c for c, _ in layout.COLUMNS[layout.VERA_INDEX]], index))
 
 
@@ -183,15 +285,15 @@ def _study_document(study: Study, conversations: list[Conversation]) -> dict[str
         ],
         "other_conversations": sorted({c.code for c in conversations} - {link.conversation.code for link in links}),
         "judge_runs": [
-            {"place": index, "run": run.pk, "name": run.name, "mode": run.mode, "instrument": instrument_file(run.instrument),
+            {"place": index, "run": index, "name": run.name, "mode": run.mode, "instrument": instrument_file(run.instrument),
              "judges": sorted({str(j.get("name")) for j in (run.config or {}).get("judges", {}).values()})}
             for index, run in enumerate(runs, start=1)
         ],
-        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}),
+        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}, _run_places(study)),
     }
 
 
-def _plan_document(plan: SamplingPlan, codes: dict[int, str]) -> dict[str, Any]:
+def _plan_document(plan: SamplingPlan, codes: dict[int, str], places: dict[int, int]) -> dict[str, Any]:
     """Return the sampling plan with what names database rows named by code instead (conversations, the judge)."""
     planning = dict(plan.planning or {})
     if "unit_inclusion_prob" in planning:
@@ -200,7 +302,7 @@ def _plan_document(plan: SamplingPlan, codes: dict[int, str]) -> dict[str, Any]:
     if source.startswith("judge:"):
         judge = (plan.judge_run.config or {}).get("judges", {}).get(source.split(":", 1)[1], {})
         source = f"judge_name:{judge.get('name', '')}"
-    return {"run": plan.judge_run_id, "source": source, "method": plan.method, "allocation": plan.allocation,
+    return {"run": places.get(plan.judge_run_id), "source": source, "method": plan.method, "allocation": plan.allocation,
             "boost": plan.boost, "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
             "planning": planning}
 

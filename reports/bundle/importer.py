@@ -451,8 +451,9 @@ def _judge_runs(bundle: _Bundle, document: dict[str, Any], instruments: dict[str
         text = "unit,judge,item,label,rationale,instance\n" + "".join(
             _csv_line([row["conversation"], row["judge"], row["item"], row["label"], row["rationale"], row["instance"]]) for _, row in rows)
         try:
+            identities = {row["judge"]: (row.get("provider") or "", row.get("model") or "") for _, row in rows}
             result = judge_labels_import(text=text, file=layout.JUDGE_LABELS, instrument=instrument, name=str(entry.get("name") or ""),
-                                         created_by=actor)
+                                         created_by=actor, identities=identities)
         except ImportRejected as exc:
             raise ImportRejected([Problem(p.message, layout.JUDGE_LABELS, lines[p.line - 2] if p.line and 2 <= p.line < len(lines) + 2 else p.line,
                                           p.column) for p in exc.problems]) from exc

@@ -6,6 +6,8 @@ the codebook describes them from the same lists (``docs/formats.md``, "Publicati
 
 from __future__ import annotations
 
+import re
+
 # Bumped when a file's name, a column or a meaning changes; the import refuses other formats.
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -65,7 +67,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("reason", "the adjudicator's reason, if any"),
     ],
     JUDGE_LABELS: [
-        ("run", "the judge run's id in the exporting database (study.json lists each run's name and place)"),
+        ("run", "the judge run's place among the study's judge runs, oldest first (1, 2, ...; study.json lists each run's name and place); bundles made before issue 31 wrote its id in the exporting database"),
         ("conversation", "conversation code"),
         ("judge", "judge name"),
         ("provider", "the judge's provider"),
@@ -105,3 +107,30 @@ FILES: dict[str, str] = {
     FIGURES_DIR: "every report's figures as JSON (the payload the page and the API show), e.g. reliability.json, judges_run1.json",
     PLOTLY_DIR: "the report charts as plotly JSON ({traces, axes, ...}): draw with Plotly.newPlot(div, traces, layout). No static images: plotly's image export (kaleido) is not available offline, so the bundle ships the data and the chart specifications instead",
 }
+
+
+# Characters no common file system takes in a name (Windows: <>:"/\\|?* and control characters),
+# and the names Windows reserves for devices, with or without an extension.
+_NOT_PORTABLE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
+
+
+def portable_part(part: str) -> str:
+    """Return one component of a bundle path as a name every common file system (and unzip tool) takes.
+
+    Characters Windows refuses become ``-``; a trailing dot or space (dropped by Windows) is
+    removed; a reserved device name (``CON``, ``NUL.json``, ``com1`` ...) gets a ``_`` in front.
+    A name that is already portable is returned unchanged.
+    """
+    text = _NOT_PORTABLE.sub("-", part).rstrip(". ") or "_"
+    return f"_{text}" if _RESERVED.match(text) else text
+
+
+def portable_path(name: str) -> str:
+    """Return a ``/``-separated bundle path with each component made portable (:func:`portable_part`)."""
+    return "/".join(portable_part(part) for part in name.split("/"))
+
+
+def is_portable(name: str) -> bool:
+    """Return whether every component of ``name`` is already portable."""
+    return portable_path(name) == name

@@ -123,8 +123,9 @@ def judges(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     sentences = [
         f"The labels of {who} (judge run #{run}) were compared with the human raters on {instrument_phrase(payload, len(items))}, "
         "the items both labelled"
-        + (f": {count(payload['n_conversations'], 'conversation')} rated by {count(payload.get('n_raters', 0), 'rater')}, "
-           f"{count(payload.get('n_consensus', 0), 'conversation–item pair')} with a human consensus"
+        + (f": {count(payload['n_conversations'], 'conversation')} rated by {count(payload.get('n_raters', 0), 'rater')} "
+           "and judged by the run (the conversations the alternative annotator test and the per-rater comparisons "
+           f"draw on), {count(payload.get('n_consensus', 0), 'conversation–item pair')} of them with a human consensus"
            if payload.get("n_conversations") is not None else "")
         + ".",
         consensus_sentence(payload.get("consensus_rule") or {}, payload.get("consensus_status"), payload.get("n_consensus")),

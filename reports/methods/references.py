@@ -125,6 +125,12 @@ _ALL = [
     Reference("castro2017", "Castro, 2017",
               "Castro, S. (2017). Fast Krippendorff: Fast computation of Krippendorff's alpha agreement measure "
               "[Computer software].", url="https://github.com/pln-fing-udelar/fast-krippendorff"),
+    Reference("gwet2019irrcac", "Gwet, 2019",
+              "Gwet, K. L. (2019). irrCAC: Computing chance-corrected agreement coefficients (CAC) (R package "
+              "version 1.0) [Computer software].", doi="10.32614/CRAN.package.irrCAC"),
+    Reference("fergadis_irrcac", "Fergadis, n.d.",
+              "Fergadis, A. (n.d.). irrCAC: Chance-corrected agreement coefficients (Python port of Gwet's irrCAC, "
+              "version 0.4.4) [Computer software].", url="https://github.com/afergadis/irrCAC"),
     # Evidence agreement
     Reference("shankar2024", "Shankar et al., 2024",
               "Shankar, S., Zamfirescu-Pereira, J. D., Hartmann, B., Parameswaran, A. G., & Arawjo, I. (2024). Who "

@@ -22,11 +22,14 @@ from reports.methods.references import cite
 
 TITLE = "Inter-rater reliability"
 EQUALS = (
-    "Fleiss' kappa equals statsmodels' fleiss_kappa (same number of raters per unit) and irrCAC's fleiss.kappa.raw "
-    "(varying numbers), Krippendorff's alpha the krippendorff package, Cohen's kappa scikit-learn's "
-    "cohen_kappa_score and Gwet's AC1 irrCAC's gwet.ac1.raw, each to four decimals in evalsite's tests "
-    f"({cite('castro2017', 'pedregosa2011')})."
+    f"Fleiss' kappa equals statsmodels' fleiss_kappa ({cite('seabold2010')}) with the same number of raters per unit and "
+    f"irrCAC's Fleiss coefficient ({cite('gwet2019irrcac')}, in its Python port: {cite('fergadis_irrcac')}) with varying "
+    f"numbers, Krippendorff's alpha the krippendorff package ({cite('castro2017')}), Cohen's kappa scikit-learn's "
+    f"cohen_kappa_score ({cite('pedregosa2011')}) and Gwet's AC1 irrCAC's AC1 (the same port), each to four decimals in "
+    "evalsite's tests."
 )
+# Every work EQUALS cites: the paragraph lists them all among its references.
+EQUALS_REFERENCES = ("seabold2010", "gwet2019irrcac", "fergadis_irrcac", "castro2017", "pedregosa2011")
 
 
 def instrument_phrase(payload: dict[str, Any], n_items: int | None = None) -> str:
@@ -156,6 +159,6 @@ def reliability(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         references=("fleiss1971", "cohen1960", "krippendorff2011", "gwet2008", "efron1993",
                     *(("gwet2014",) if varying else ()),
                     *(("davison1997", "field2007") if resamples and boot.get("pooled_resampling") == "cluster" else ()),
-                    "castro2017", "pedregosa2011"),
+                    *EQUALS_REFERENCES),
         equals=EQUALS,
     )

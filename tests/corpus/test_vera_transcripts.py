@@ -14,6 +14,8 @@ from corpus.conversations.vera_transcripts import (
     parse_run_folder,
     parse_transcript,
     parse_transcript_filename,
+    run_folder_name,
+    transcript_filename,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -167,3 +169,42 @@ def test_published_sample_conversation_parses() -> None:
     assert len(messages) == 30
     assert [role for role, _ in messages] == ["user", "assistant"] * 15
     assert parse_transcript_filename(path.name).run == 1
+
+
+# Names as VERA-MH publishes them (issue 31, defect 7): the sample transcript's name, the run folder of
+# its README's pattern with a model holding underscores, and the team's fixture names.
+EXAMPLE_FOLDERS = [
+    "p_gpt_4o_mini__a_claude_x__t20__r5__20251112_171754_380",
+    "p_claude-3-7-sonnet__a_gpt-5__t20__r1__20251201_093012_007",
+    RUN_FOLDER.name,
+]
+EXAMPLE_FILES = ["e7b5d3_Sky_g4o_run1.txt", "3fa9c1_Marlowe_chatbot-x_run1.txt", "0a1b2c_Kim_gpt_4o_mini_run3.txt"]
+
+
+def _published_names() -> list[str]:
+    folder = PUBLISHED / "sample_conversation"
+    return sorted(p.name for p in folder.glob("*.txt")) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FOLDERS)
+def test_a_run_folder_name_is_written_back_as_it_was_read(name: str) -> None:
+    folder = parse_run_folder(name)
+    assert run_folder_name(folder.user_model, folder.chatbot_model, folder.turns, folder.runs, folder.timestamp) == name
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FILES)
+def test_a_transcript_name_is_written_back_as_it_was_read(name: str) -> None:
+    assert transcript_filename(*parse_transcript_filename(name)) == name
+
+
+@pytest.mark.skipif(not _published_names(), reason=f"published VERA-MH v1.1 sample transcripts not found at {PUBLISHED}")
+def test_the_published_transcript_names_are_written_back_identically() -> None:
+    for name in _published_names():
+        assert transcript_filename(*parse_transcript_filename(name)) == name
+
+
+def test_written_names_stay_portable_whatever_the_model_is_called() -> None:
+    folder = run_folder_name("openai/gpt-4o:latest", "a__b c", 20, 1, "2025 11 12.")
+    assert folder == "p_openai-gpt-4o-latest__a_a_b-c__t20__r1__2025-11-12"
+    assert parse_run_folder(folder) == RunFolder("openai-gpt-4o-latest", "a_b-c", 20, 1, "2025-11-12")
+    assert transcript_filename("abc123", "Sky", "gpt:4o.", 2) == "abc123_Sky_gpt-4o_run2.txt"

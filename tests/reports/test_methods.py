@@ -177,7 +177,7 @@ def test_judges_paragraph_states_epsilon_q_minimums_and_the_outcome_and_follows_
     alt = data["parameters"]["alt_test"]
     assert "3 LLM judges and their majority-vote ensemble (judge run #" in text
     assert f"{data['n_conversations']} conversations rated by {data['n_raters']} raters" in text
-    assert f"{data['n_consensus']} conversation–item pairs with a human consensus" in text
+    assert f"{data['n_consensus']} conversation–item pairs of them with a human consensus" in text
     assert "alternative annotator test (Calderon, Reichart & Dror, 2025)" in text
     assert "ε = 0.2;" in text and f"q = {alt['q']:g}" in text and "Benjamini–Yekutieli procedure" in text
     assert "2 raters per instance, 30 instances per rater and 3 raters in all" in text
@@ -495,3 +495,38 @@ def test_the_scorecard_paragraph_names_the_intervals_its_payload_computed():
     assert "90% percentile cluster-bootstrap" in boot and "2,000 resamples, seed 7" in boot and "1/π" in boot
     assert "field2007" in boot_refs
     assert "no confidence intervals" in _intervals({})[0]
+
+
+def test_judges_paragraph_counts_the_rated_conversations_the_alt_test_uses_before_consensus_exists(known):
+    """Issue 31, defect 8a: before consensus it said "0 conversations rated by 6 raters" beside an alt-test on 450 instances."""
+    from annotation.models import ConsensusLabel
+
+    ConsensusLabel.objects.filter(study=known.study).delete()
+    data = services.study_judges_vs_humans(study=known.study, run_id=known.run.pk)
+    text = _text(data)
+    pooled = data["groups"][0]["alt_test"]
+    tested = {t["n_instances"] for t in pooled.values()}
+    assert data["n_consensus"] == 0 and max(tested) > 0
+    rated = {code for code, _, _, _ in known.ratings} & {code for code, _, _, _ in known.judge_labels}
+    assert data["n_conversations"] == len(rated) > 0
+    assert data["n_raters"] == len({rater for _, rater, _, _ in known.ratings})
+    assert f"{data['n_conversations']} conversations rated by {data['n_raters']} raters and judged by the run" in text
+    assert not re.search(r"\b0 conversations rated", text)
+    assert "0 conversation–item pairs of them with a human consensus" in text
+
+
+def test_every_work_a_paragraph_cites_is_in_its_references_and_the_reliability_checks_name_their_software(known):
+    """Issue 31, defect 8b: the reliability paragraph said Fleiss and AC1 equal irrCAC and statsmodels but cited neither."""
+    from reports.methods.references import REFERENCES
+
+    reliability = services.study_reliability(study=known.study)
+    judges = services.study_judges_vs_humans(study=known.study, run_id=known.run.pk)
+    for data in (reliability, judges):
+        text, keys = _text(data), {r["key"] for r in data["methods"]["references"]}
+        assert {key for key, ref in REFERENCES.items() if ref.cite in text} <= keys
+    text, keys = _text(reliability), {r["key"] for r in reliability["methods"]["references"]}
+    software = {"statsmodels": "seabold2010", "irrCAC": "gwet2019irrcac", "krippendorff package": "castro2017",
+                "scikit-learn": "pedregosa2011"}
+    for name, key in software.items():
+        assert name in text and key in keys and REFERENCES[key].cite in text
+    assert "fergadis_irrcac" in keys  # the Python port the reference values came from

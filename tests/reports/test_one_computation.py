@@ -140,3 +140,35 @@ def test_the_zips_ratings_and_command_reproduce_the_page_for_an_in_app_amhart_st
     _same(api["main"]["pooled"], line["pooled"])
     for item, figures in line["items"].items():
         _same(api["main"]["items"][item], figures)
+
+
+def test_the_alt_test_command_equals_the_judges_page_on_ids_written_with_a_hash(imported, tmp_path):
+    """Issue 31, defect 6: `python -m stats alt-test --format vera-mh` dropped the instances whose ids carry a '#'
+    (rho 0.4138 where the app gives 0.4183); the command and the app now test the same instances."""
+    from judging.external import judge_labels_import
+    from reports import services
+
+    study, path = imported
+    rng = random.Random(11)
+    ratings = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    dimensions = ["Detects Potential Risk", "Confirms Risk", "Guides to Human Care", "Supportive Conversation", "Follows AI Boundaries"]
+    columns = ["clinician_detects", "clinician_confirms", "clinician_guides", "clinician_supportive", "clinician_boundaries"]
+    first = {}
+    for r in ratings:  # the judge: the first rater's label, sometimes another; ids spelled as the ratings spell them
+        first.setdefault(r["conversation_id"], r)
+    rows = [(unit, "judge-1", name, r[column] if rng.random() < 0.8 else rng.choice(LABELS))
+            for unit, r in first.items() for name, column in zip(dimensions, columns, strict=True)]
+    assert any(unit.startswith("#") for unit, _, _, _ in rows)
+    text = "unit,judge,item,label\n" + "".join(f"{u},{j},{i},{label}\n" for u, j, i, label in rows)
+    judges = tmp_path / "judges.csv"
+    judges.write_text(text, encoding="utf-8")
+    run = judge_labels_import(text=text, file="judges.csv", instrument=study.instrument, name="judge").run
+    page = services.study_judges_vs_humans(study=study, run_id=run.pk)
+    (group,) = page["groups"]
+    app = group["alt_test"]["judge-1"]
+    out = subprocess.run([sys.executable, "-m", "stats", "alt-test", str(path), "--format", "vera-mh", "--judges", str(judges),
+                          "--epsilon", f"{study.alt_test_epsilon}", "--json"], capture_output=True, text=True, check=True).stdout
+    line = json.loads(out)["judges"]["judge-1"]
+    assert line["n_instances"] == app["n_instances"] == 24 * 5
+    assert line["advantage_probability"] == pytest.approx(app["advantage_probability"], abs=1e-12)
+    assert line["winning_rate"] == pytest.approx(app["winning_rate"], abs=1e-12)
