@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from annotation.studies.services import study_assign, study_create
 from corpus.instruments.services import builtin_instruments_load
 from judging.judges import judge_create
+from judging.models import JudgeRun
 from judging.runs import judge_run_create
 from tests.browser.conftest import log_in, screenshot
 from tests.conftest import PASSWORD, make_user
@@ -48,6 +49,7 @@ def test_the_pages_issue_20_changed(page, clinician, coordinator, researcher, ad
     starter = make_user("rosa", "researcher")
     judge = judge_create(name="j1", instrument=amhart, model="openai/j1")
     run = judge_run_create(judges=[judge], conversation_ids=[conversation.pk], created_by=starter, start=False)
+    JudgeRun.objects.filter(pk=run.pk).update(shared=True)  # rosa shares it (issue 30), so another researcher reads it
     log_in(page, researcher.username, PASSWORD)
     page.goto(f"/judging/runs/{run.pk}/")
     expect(page.locator("main")).not_to_contain_text("Cancel run")

@@ -59,6 +59,7 @@ def test_a_batch_whose_key_is_unset_is_refused_and_a_failed_batch_reads_failed(p
     unset_agent = UserAgent(model="openai/persona-agent", api_base=fake.base_url, api_key_env=UNSET)
     spec = amhart_spec(fake, persona_set, [target], user_agent=unset_agent, exchanges=2)
     batch = simulation_batch_create(spec=spec, dispatch=False)
+    SimulationBatch.objects.filter(pk=batch.pk).update(shared=True)  # made by no one: the shared library (issue 30)
     for run_id in batch.runs.values_list("pk", flat=True):
         simulation_run_execute(run_id=run_id)  # what the worker's task does
     batch.refresh_from_db()

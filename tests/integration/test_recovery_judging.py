@@ -56,6 +56,10 @@ def _judge(fake: FakeLLM):  # type: ignore[no-untyped-def]
     )
 
 
+def _running(run: JudgeRun) -> int:
+    return JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING).count()
+
+
 def _engine_ready(pool: Workers, n: int) -> bool:
     return (pool.tmp_path / f"{pool.name}{n}.log").read_text(errors="replace").count("engine ready") >= 1
 
@@ -109,9 +113,12 @@ def test_a_worker_killed_in_the_middle_of_its_calls(setup):
     first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N)])
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
+    # The rest of the group reaches the held server too (at most GROUP; litellm's first call to an endpoint
+    # goes alone, the openai SDK's do not): the calls cut short are the results still running.
+    assert wait_for(lambda: _running(run) == fake.in_flight, 10), pool.logs()
     pool.kill(first)
     victims = set(JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING).values_list("pk", flat=True))
-    assert len(victims) == 3
+    assert 3 <= len(victims) <= GROUP
     fake.script("gpt", [checklist_reply()])
     gate.open()
 
@@ -119,7 +126,7 @@ def test_a_worker_killed_in_the_middle_of_its_calls(setup):
     _finish(pool, run, 1)
     ids = run.results.values_list("pk", flat=True)
     _assert_complete(run, {pk: 2 if pk in victims else 1 for pk in ids})
-    assert fake.calls_total == N + 3  # the three calls cut short are made again, nothing more
+    assert fake.calls_total == N + len(victims)  # the calls cut short are made again, nothing more
 
 
 def test_a_worker_killed_after_its_calls_but_before_storing_them(setup):
@@ -130,7 +137,9 @@ def test_a_worker_killed_after_its_calls_but_before_storing_them(setup):
     first = pool.start(concurrency=1)
     run = services.judge_run_create(judges=[_judge(fake)], conversation_ids=[make_conversation().pk for _ in range(N)])
     assert wait_for(lambda: fake.in_flight >= 3, 120), pool.logs()
+    assert wait_for(lambda: _running(run) == fake.in_flight, 10), pool.logs()  # the whole group at the server
     victims = set(JudgeResult.objects.filter(run=run, status=ResultStatus.RUNNING).values_list("pk", flat=True))
+    assert 3 <= len(victims) <= GROUP
     lock.hold("judging_judgerun", "id = %s", (run.pk,))  # the store adds to the run's counters: it waits
     fake.script("gpt", [checklist_reply()])
     gate.open()
@@ -144,7 +153,7 @@ def test_a_worker_killed_after_its_calls_but_before_storing_them(setup):
     _finish(pool, run, 1)
     ids = run.results.values_list("pk", flat=True)
     _assert_complete(run, {pk: 2 if pk in victims else 1 for pk in ids})
-    assert fake.calls_total == N + 3  # replies lost with the worker are asked for again
+    assert fake.calls_total == N + len(victims)  # replies lost with the worker are asked for again
 
 
 def test_a_living_worker_takes_back_what_a_dead_one_held(setup):
