@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from .bootstrap import make_rng
 from .data import StatsInputError
-from .ppi.inputs import check_confidence, z_value
+from .ppi.inputs import check_confidence, t_value, z_value
 
 __all__ = [
     "ALLOCATIONS",
@@ -329,7 +328,7 @@ def _planned(
     two_phase_var: float,
 ) -> PlannedWidth:
     # The report draws small-sample t intervals (stats.ppi.engine, small_sample=True): t_{n-1}.
-    z = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) if n >= 2 else z_value(confidence)
+    z = t_value(confidence, n) if n >= 2 else z_value(confidence)
     ppi, human, two_phase = np.sqrt(ppi_var), np.sqrt(human_var), np.sqrt(two_phase_var)
     tuned = None if tuned_var is None else float(np.sqrt(tuned_var))
     return PlannedWidth(

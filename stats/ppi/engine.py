@@ -106,10 +106,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from ..data import StatsInputError
-from .inputs import Sample, check_confidence, z_value
+from .inputs import Sample, check_confidence, t_value, z_value
 from .results import JUDGE_TERMS, TUNINGS, JudgeTerm, PPIEstimate, ScoreEstimate, Tuning
 
 __all__ = ["MEAN", "RATIO", "SMALL_N", "Target", "ppi_estimate"]
@@ -319,7 +318,7 @@ def _cross_fit(
     imputed = lam_bar**2 * _linearised_var(wu, judge_scores @ grad) if lam_bar else 0.0
     n_eff = _kish(wl)
     var = imputed + n_eff / (n_eff - 1) * _linearised_var(wl, z - lams * zh)
-    return _interval(method, value, var, confidence, note, 1, _t_quantile(confidence, n_eff)), lam_bar, notes
+    return _interval(method, value, var, confidence, note, 1, t_value(confidence, n_eff)), lam_bar, notes
 
 
 def _flat(x: np.ndarray) -> bool:
@@ -390,13 +389,8 @@ def _estimate(
         return _no_interval(method, value, confidence, note, ddof, _too_few(d.n))
     if _flat(d.y @ grad):
         return _no_interval(method, value, confidence, note, ddof, _flat_reason(d.n))
-    quantile = _t_quantile(confidence, _kish(_shares(d)[0])) if small else None
+    quantile = t_value(confidence, _kish(_shares(d)[0])) if small else None
     return _interval(method, value, _variance(d, lam, grad, term, small), confidence, note, ddof, quantile)
-
-
-def _t_quantile(confidence: float, n: float) -> float:
-    """Return Student's t_{n-1} quantile at (1 + confidence)/2 (n: the effective number of rated conversations)."""
-    return float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1))
 
 
 def _kish(shares: np.ndarray) -> float:

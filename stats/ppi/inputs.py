@@ -8,6 +8,7 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from ..data import StatsInputError, is_missing
 
@@ -79,6 +80,11 @@ def check_confidence(confidence: float) -> float:
 def z_value(confidence: float) -> float:
     """Return the two-sided standard normal quantile z_{(1+confidence)/2}."""
     return NormalDist().inv_cdf((1 + confidence) / 2)
+
+
+def t_value(confidence: float, n: float) -> float:
+    """Return Student's two-sided quantile t_{n-1, (1+confidence)/2} (n: the effective sample size)."""
+    return float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1))
 
 
 @dataclass(frozen=True, eq=False)

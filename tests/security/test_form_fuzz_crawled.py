@@ -17,11 +17,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client, override_settings
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.conftest import client_for
-from tests.security.test_form_fuzz import SKIPPED, _bodies, _check, _counts, _Forms
+from tests.security.test_form_fuzz import SKIPPED, _Forms, fuzz_forms
 
 pytestmark = pytest.mark.django_db
 
@@ -73,23 +71,5 @@ def test_no_form_of_a_page_with_parameters_answers_a_server_error_or_saves_a_mal
     forms = sorted((t, sorted(f)) for t, f in found.items() if re.search(r"/\d+/|/[A-Z]+-\d+", t))
     assert len(forms) >= 15, forms  # the enumeration reached the study, run and batch pages
     for who in ("admin", "outsider"):
-        _fuzz(client_for(outsider if who == "outsider" else users.get(username=who)), who, forms)
+        fuzz_forms(client_for(outsider if who == "outsider" else users.get(username=who)), forms, examples=1, who=who)
 
-
-def _fuzz(client: Client, who: str, forms: list[tuple[str, list[str]]]) -> None:
-    failures: list[tuple] = []
-    for target, _ in forms:
-        for raw, kind in (("[" * 5000 + "]" * 5000, "application/json"),
-                          (b"\xff\xfe\x00a=\x80", "application/x-www-form-urlencoded")):
-            _check(client, target, raw, _counts(), failures, content_type=kind)
-    assert failures == [], f"as {who}: {failures}"
-
-    @settings(max_examples=1, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
-    @given(data=st.data())
-    def run(data):  # type: ignore[no-untyped-def]
-        failures: list[tuple] = []
-        for target, fields in forms:
-            _check(client, target, data.draw(_bodies(fields), label=target), _counts(), failures)
-        assert failures == [], f"as {who}: {failures}"
-
-    run()

@@ -8,23 +8,16 @@ whose Holm familywise error exceeds 5% by more than two, fails, as the bench the
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "leaderboard_coverage.py"
+from tests.support.bench import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("leaderboard_coverage_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_bench("leaderboard_coverage", "leaderboard_coverage_bench")
 
 
 @pytest.mark.parametrize("setting", ["vera_margin", "vera_null"])

@@ -6,25 +6,18 @@ when an interval the app draws covers less than 95% by more than two Monte-Carlo
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "ppi_coverage.py"
+from tests.support.bench import load_bench
+
 STUDIES = 1000
 FLOOR = 0.95 - 2 * np.sqrt(0.95 * 0.05 / STUDIES)
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("ppi_coverage_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_bench("ppi_coverage", "ppi_coverage_bench")
 
 
 @pytest.mark.parametrize("setting", ["vera_mh_dimension", "oversampled"])

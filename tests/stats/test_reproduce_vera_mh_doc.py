@@ -8,27 +8,18 @@ the published file is not on the machine), and its rendering is checked on a sma
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from stats.report import DEFAULT_RESAMPLES, DEFAULT_SEED, agreement_report
 from stats.vera import DIMENSION_LABELS, read_vera_ratings
+from tests.support.bench import load_bench
 
 from .test_vera_ratings import BP, HPH, NR, SUB, crlf, row
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "reproduce_vera_mh.py"
 
 
 @pytest.fixture(scope="module")
 def script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("reproduce_vera_mh", SCRIPT)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_bench("reproduce_vera_mh", "reproduce_vera_mh")
 
 
 def test_the_page_holds_one_generated_block(script):  # type: ignore[no-untyped-def]
