@@ -66,9 +66,17 @@
     });
   }
 
+  // Plotly changes the DOM on every hover: look again at most once a frame.
+  var pending = false;
+  function scanSoon() {
+    if (pending) return;
+    pending = true;
+    window.requestAnimationFrame(function () { pending = false; scan(); });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     scan();
-    new MutationObserver(scan).observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ["class"]});
+    new MutationObserver(scanSoon).observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ["class"]});
   });
   window.addEventListener("load", scan);
 })();

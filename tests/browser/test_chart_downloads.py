@@ -29,7 +29,7 @@ from tests.support.judged import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WIDTHS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1366, "height": 900}}
+WIDTHS = {"phone": {"width": 390, "height": 844}, "tablet": {"width": 768, "height": 1024}, "desktop": {"width": 1366, "height": 900}}
 
 
 def _download(page, button) -> tuple[str, bytes]:  # type: ignore[no-untyped-def]
