@@ -1,7 +1,7 @@
 """Judge labels made outside the app (VERA-MH's own judge, AMHART's scripts, any other tool).
 
 ``import_judge_labels FILE.csv --instrument KEY`` reads a long file ``unit,judge,item,label``
-(optional ``rationale`` and ``instance`` columns) and stores it as one finished *external*
+(optional ``rationale``, ``instance``, ``evidence_turns`` and ``missing_reason`` columns) and stores it as one finished *external*
 judge run: one Judge per judge name (model ``external/<name>``, provider ``external``, no
 prompt is ever sent), one JudgeResult per (judge, conversation, instance) and one JudgeLabel
 per label, then the same majority-vote ensemble as in-app runs. So the labels feed the
@@ -9,7 +9,9 @@ ensemble, the judges-vs-humans report and the run scorecard exactly like in-app 
 never the inter-rater reliability (which reads human ratings only).
 
 ``unit`` is a conversation code or source id (``#`` prefix dropped); ``item`` an item key
-(checklists) or a dimension name (question flows); an empty label is a missing label.
+(checklists) or a dimension name (question flows); an empty label is a missing label;
+``evidence_turns`` the turns the judge cited ("3 5" or "3;5": turn n is the conversation's n-th
+message, as ``judge_labels_long.csv`` writes them), kept as the label's evidence without quotes.
 All-or-nothing, with the same grouped problem reports as every importer.
 """
 
@@ -21,13 +23,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from core.bounded import BoundedCsv
 from core.problems import ImportRejected, Problem
 from corpus.conversations.selectors import conversation_ids_resolve
 from corpus.instruments.flow import LABELS as FLOW_LABELS
-from corpus.models import Instrument, InstrumentKind
+from corpus.models import Instrument, InstrumentKind, Message
 from judging.ensemble import ensemble_compute, ensemble_rule
 from judging.judges import judge_snapshot
 from judging.material import instrument_view, vote_keys
@@ -46,6 +49,7 @@ from judging.models import (
 from judging.prompts import content_hash
 
 COLUMNS = ("unit", "judge", "item", "label")
+OPTIONAL = ("rationale", "instance", "evidence_turns", "missing_reason")
 EXTERNAL_PROVIDER = "external"
 NO_PROMPT = "(labels imported from outside the app: evalsite sent no prompt for them)"
 
@@ -70,6 +74,16 @@ class _Label:
     item: str
     label: str
     rationale: str
+    evidence: tuple[int, ...] = ()
+    missing_reason: str = ""
+
+
+def _evidence(cell: str) -> tuple[int, ...] | None:
+    """Read an evidence_turns cell ("3 5", "3;5", empty: none); None when it is not a list of turn numbers."""
+    cells = cell.replace(";", " ").split()
+    if not all(c.isdigit() and int(c) >= 1 for c in cells):
+        return None
+    return tuple(int(c) for c in cells)
 
 
 def _allowed(instrument: Instrument) -> dict[str, tuple[str, ...]]:
@@ -84,9 +98,13 @@ def _parse(text: str, file: str, instrument: Instrument) -> tuple[list[_Label], 
     header = {(n or "").strip().lower(): n for n in reader.fieldnames or []}
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        return [], [Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,judge,item,label[,rationale][,instance]", file, 1, c) for c in missing], 0
-    rows = [(reader.line_num, {c: (r.get(header[c]) or "").strip() for c in (*COLUMNS, "rationale", "instance") if c in header}) for r in reader]
+        return [], [Problem(f"missing column(s) {', '.join(missing)}; the header must be unit,judge,item,label[,rationale][,instance][,evidence_turns][,missing_reason]", file, 1, c) for c in missing], 0
+    rows = [(reader.line_num, {c: (r.get(header[c]) or "").strip() for c in (*COLUMNS, *OPTIONAL)
+                               if c in header}) for r in reader]
     found, unknown = conversation_ids_resolve([r["unit"] for _, r in rows if r["unit"]])
+    ids = {pk for pks in found.values() for pk in pks}
+    messages = dict(Message.objects.filter(conversation_id__in=ids).values("conversation_id").annotate(n=Count("id"))
+                    .values_list("conversation_id", "n"))
     allowed = _allowed(instrument)
     existing = dict(Judge.objects.filter(name__in={r["judge"] for _, r in rows}).values_list("name", "provider"))
     problems: list[Problem] = []
@@ -123,15 +141,21 @@ def _parse(text: str, file: str, instrument: Instrument) -> tuple[list[_Label], 
                 bad("instance", f"'{r['instance']}' is not an instance number from 0 to 20")
             else:
                 instance = int(r["instance"])
+        evidence = _evidence(r.get("evidence_turns", ""))
+        if evidence is None:
+            bad("evidence_turns", f"'{r['evidence_turns']}' is not a list of turn numbers (e.g. 3 5)")
+        elif pks and len(pks) == 1 and any(t > messages.get(pks[0], 0) for t in evidence):
+            bad("evidence_turns", f"turn {max(evidence)} is not a turn of unit '{r['unit']}' ({messages.get(pks[0], 0)} messages)")
         if problems and problems[-1].line == line:
             continue
-        assert pks is not None and match_item is not None
+        assert pks is not None and match_item is not None and evidence is not None
         key = (pks[0], r["judge"], instance, match_item)
         if key in seen:
             bad("item", f"duplicate: unit '{r['unit']}', judge '{r['judge']}', item '{item}' already on line {seen[key]}")
             continue
         seen[key] = line
-        labels.append(_Label(line, pks[0], r["judge"], instance, match_item, label, r.get("rationale", "")))
+        labels.append(_Label(line, pks[0], r["judge"], instance, match_item, label, r.get("rationale", ""), evidence,
+                             r.get("missing_reason", "") if not label else ""))
     if not rows and not problems:
         problems.append(Problem("the file has a header but no labels", file, 1))
     return labels, problems, len(rows)
@@ -227,7 +251,9 @@ def judge_labels_import(
                 result=results[(by_name[label.judge].pk, label.conversation_id, label.instance)],
                 kind=kind, item_key=label.item, position=position.get(label.item, 0), label=label.label,
                 status=LabelStatus.OK if label.label else LabelStatus.MISSING, rationale=label.rationale,
-                missing_reason="" if label.label else f"no label in {file}",
+                # The turns only: a file carries no quote to verify against the transcript.
+                evidence=[{"turn": turn} for turn in label.evidence],
+                missing_reason="" if label.label else (label.missing_reason or f"no label in {file}"),
             )
             for label in labels
         ),

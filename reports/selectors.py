@@ -278,6 +278,15 @@ def judge_runs_for_study(study: Study):  # type: ignore[no-untyped-def]
     return JudgeRun.objects.filter(results__conversation_id__in=conversation_ids).distinct().order_by("-created_at")
 
 
+def judge_run_places(study: Study) -> dict[int, int]:
+    """Return each judge run of the study by id -> its place among the study's runs, oldest first (1, 2, ...).
+
+    What a study's files name a run by (``figures/judges_run1.json``, study.json, METHODS.md): a
+    study rebuilt from its bundle in another database gets other ids but the same places.
+    """
+    return {pk: place for place, pk in enumerate(judge_runs_for_study(study).order_by("pk").values_list("pk", flat=True), start=1)}
+
+
 def study_used_conversation_ids(study: Study) -> list[int]:
     """Return the ids of the conversations a study uses: those it holds, and every conversation of the
     judge run its sampling or active plan draws from (the plan's population, which its bundle needs to

@@ -37,7 +37,7 @@ from corpus.instruments.selectors import instrument_spec_document
 from corpus.models import Conversation, Instrument, InstrumentKind, Message
 from corpus.personas.selectors import persona_set_spec_document
 from reports import selectors
-from reports.bundle import layout
+from reports.bundle import design, layout
 from reports.bundle.figures import figure_charts, study_figures
 from reports.devset.selectors import split_current
 from reports.devset.summary import methods_sentence
@@ -134,7 +134,7 @@ RUN_TABLES = (layout.JUDGE_LABELS, "judge_dimensions.csv", "ensemble.csv")
 
 
 def _run_places(study: Study) -> dict[int, int]:
-    return {run.pk: index for index, run in enumerate(selectors.judge_runs_for_study(study).order_by("pk"), start=1)}
+    return selectors.judge_run_places(study)
 
 
 def _runs_by_place(data: bytes, places: dict[int, int]) -> bytes:
@@ -270,6 +270,7 @@ def _study_document(study: Study, conversations: list[Conversation]) -> dict[str
     plan = SamplingPlan.objects.filter(study=study).first()
     links = study.study_conversations.select_related("conversation").order_by("pk")
     reliability = study_reliability(study=study)
+    codes, places = {c.pk: c.code for c in conversations}, _run_places(study)
     return {
         "bundle_format": layout.BUNDLE_FORMAT,
         "name": study.name,
@@ -289,7 +290,10 @@ def _study_document(study: Study, conversations: list[Conversation]) -> dict[str
              "judges": sorted({str(j.get("name")) for j in (run.config or {}).get("judges", {}).values()})}
             for index, run in enumerate(runs, start=1)
         ],
-        "sampling_plan": None if plan is None else _plan_document(plan, {c.pk: c.code for c in conversations}, _run_places(study)),
+        "sampling_plan": None if plan is None else _plan_document(plan, codes, places),
+        # Carried and re-imported (issue 31): the active sampling batches and the development/test split with its looks.
+        "active_plan": design.active_document(study, codes, places),
+        "holdout": design.holdout_document(study, codes, places),
     }
 
 
@@ -298,11 +302,7 @@ def _plan_document(plan: SamplingPlan, codes: dict[int, str], places: dict[int, 
     planning = dict(plan.planning or {})
     if "unit_inclusion_prob" in planning:
         planning["unit_inclusion_prob"] = {codes.get(int(k), k): v for k, v in planning["unit_inclusion_prob"].items()}
-    source = plan.source
-    if source.startswith("judge:"):
-        judge = (plan.judge_run.config or {}).get("judges", {}).get(source.split(":", 1)[1], {})
-        source = f"judge_name:{judge.get('name', '')}"
-    return {"run": places.get(plan.judge_run_id), "source": source, "method": plan.method, "allocation": plan.allocation,
+    return {"run": places.get(plan.judge_run_id), "source": design.judge_source_name(plan.source, plan.judge_run), "method": plan.method, "allocation": plan.allocation,
             "boost": plan.boost, "seed": plan.seed, "n": plan.n, "population": plan.population, "strata": plan.strata,
             "planning": planning}
 

@@ -6,7 +6,9 @@ checked, and the study is rebuilt through the importers the app already has, ins
 transaction: the instrument and section, the persona sets, the conversations (keeping their
 codes), the study with its settings and design, the ratings (external raters named as in the
 bundle, stored in the bundle's order), each rating's queue position and timing, the consensus
-labels as they stood, each judge run (as an external run, oldest first) and the sampling plan.
+labels as they stood, each judge run (as an external run, oldest first, with the turns its judges
+cited), the sampling plan, an active study's plan with every batch and draw, and the
+development/test splits with their declarations and looks (``reports.bundle.design``).
 Any problem rolls the whole import back.
 """
 
@@ -49,7 +51,7 @@ from corpus.models import Conversation, Instrument, InstrumentKind
 from corpus.personas.services import persona_set_create_from_spec
 from corpus.personas.spec import parse_persona_set_spec
 from judging.external import judge_labels_import
-from reports.bundle import layout
+from reports.bundle import design, layout
 
 # The export neutralises spreadsheet formulas with a leading apostrophe (core.csvstream); read back without it.
 _NEUTRALISED = ("'=", "'+", "'-", "'@", "'\t", "'\r")
@@ -240,6 +242,10 @@ STUDY_SHAPE: dict[str, Any] = {
                        "stratum": (str, type(None))}],
     "judge_runs": [{"run": (int, str), "instrument": str, "name": (str, type(None))}],
     "sampling_plan": ({"run": (int, str), "source": (str, type(None)), "planning": ({"unit_inclusion_prob": dict}, type(None))}, type(None)),
+    "active_plan": ({"run": (int, str), "source": (str, type(None)), "order": [str], "planning": (dict, type(None)),
+                     "batches": [{"units": [list], "created_at": (str, type(None))}]}, type(None)),
+    "holdout": ({"splits": [{"members": [list]}], "declarations": [{"run": (int, str), "source": str, "label": str}],
+                 "looks": [{"declaration": int, "payload": dict}]}, type(None)),
 }
 _KINDS = {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number", bool: "true or false",
           type(None): "null"}
@@ -310,6 +316,8 @@ def _import(bundle: _Bundle, actor: AbstractBaseUser | None, coordinators: list[
                                           layout.STUDY, None, "sampling_plan.run")])
         fields = _plan_fields(plan, run, by_code)
         _service(lambda: sampling_plan_restore(study=study, judge_run=run, fields=fields), layout.STUDY)
+    design.restore_active(document, study, runs, by_code, actor)
+    design.restore_holdout(document, study, runs, by_code, actor)
     return BundleImportResult(study, len(imported.created) + len(imported.duplicates), n_ratings, n_consensus, tuple(runs.values()))
 
 
@@ -324,14 +332,7 @@ def _plan_fields(plan: dict[str, Any], run: Any, by_code: dict[str, int]) -> dic
                                           layout.STUDY, None, "sampling_plan.planning.unit_inclusion_prob")])
         planning["unit_inclusion_prob"] = {str(by_code[code]): pi for code, pi in planning["unit_inclusion_prob"].items()}
     fields["planning"] = planning
-    source = str(fields.get("source") or "ensemble")
-    if source.startswith("judge_name:"):
-        judge = run.judges.filter(name=source.split(":", 1)[1]).first()
-        if judge is None:
-            raise ImportRejected([Problem(f"the sampling plan's judge '{source.split(':', 1)[1]}' is not a judge of its run",
-                                          layout.STUDY, None, "sampling_plan.source")])
-        source = f"judge:{judge.pk}"
-    fields["source"] = source
+    fields["source"] = design.judge_source_key(str(fields.get("source") or "ensemble"), run, "sampling_plan.source")
     return fields
 
 
@@ -397,7 +398,8 @@ def _ratings(bundle: _Bundle, study: Study, actor: AbstractBaseUser | None) -> i
     text = "unit,rater,item,label,note\n" + "".join(_csv_line(cells) for _, _, cells in kept)
     lines = [line for _, line, _ in kept]
     try:
-        ratings_import(study=study, text=text, file=ratings.name, actor=actor, external_raters=True)
+        if kept:  # a study with no rating yet (an active study's first batch, still open) has only open work
+            ratings_import(study=study, text=text, file=ratings.name, actor=actor, external_raters=True)
     except ImportRejected as exc:
         # The import read a reordered copy: name the bundle file's own lines.
         raise ImportRejected([Problem(p.message, layout.RATINGS_LONG, lines[p.line - 2] if p.line and 2 <= p.line < len(lines) + 2 else p.line,
@@ -448,8 +450,10 @@ def _judge_runs(bundle: _Bundle, document: dict[str, Any], instruments: dict[str
         kind = "dimension" if instrument.kind == InstrumentKind.FLOW else "item"
         rows = [(line, row) for line, row in table.rows if row["run"] == str(entry.get("run")) and row["kind"] == kind]
         lines = [line for line, _ in rows]
-        text = "unit,judge,item,label,rationale,instance\n" + "".join(
-            _csv_line([row["conversation"], row["judge"], row["item"], row["label"], row["rationale"], row["instance"]]) for _, row in rows)
+        # The turns each judge cited and why a label is missing come back too (issue 31: a round trip keeps the text).
+        text = "unit,judge,item,label,rationale,instance,evidence_turns,missing_reason\n" + "".join(
+            _csv_line([row["conversation"], row["judge"], row["item"], row["label"], row["rationale"], row["instance"],
+                       row["evidence_turns"], row["missing_reason"]]) for _, row in rows)
         try:
             identities = {row["judge"]: (row.get("provider") or "", row.get("model") or "") for _, row in rows}
             result = judge_labels_import(text=text, file=layout.JUDGE_LABELS, instrument=instrument, name=str(entry.get("name") or ""),

@@ -142,7 +142,12 @@ def looks_summary(study: Study) -> dict[str, Any]:
 
 
 def methods_sentence(study: Study, summary: dict[str, Any] | None = None) -> str:
-    """Return a plain-language methods paragraph on the split and the looks at the test set."""
+    """Return a plain-language methods paragraph on the split and the looks at the test set.
+
+    It names no one (as every methods paragraph): who split the study and who looked is on the
+    judge development page, not in a paper's methods (nor in a bundle rebuilt elsewhere, where
+    they have no account).
+    """
     split = selectors.split_current(study)
     if split is None:
         return ("The study's conversations were not split into a development and a test set: every judge-versus-clinician "
@@ -151,8 +156,8 @@ def methods_sentence(study: Study, summary: dict[str, Any] | None = None) -> str
     when = split.created_at.date().isoformat()
     text = (f"The study's {split.n_dev + split.n_test} human-rated conversations were split once into a development set of "
             f"{split.n_dev} and a held-out test set of {split.n_test}, by stratified random sampling (chatbot, then persona "
-            f"within chatbot, proportional allocation by largest remainder; seed {split.seed}; split {split.number}, made by "
-            f"{_who(split.created_by) or 'a former user'} on {when}). Judge versions were compared with the clinicians on the "
+            f"within chatbot, proportional allocation by largest remainder; seed {split.seed}; split {split.number}, made on "
+            f"{when}). Judge versions were compared with the clinicians on the "
             "development set only. ")
     if split.number > 1:
         earlier = [lk for lk in summary["looks"] if lk["split"] < split.number]
