@@ -358,8 +358,7 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
             sections.append((f"Judge-assisted scores (judge run #{default_run.pk})", assisted.get("methods")))
     # Neither the study's id (it changes when the study is rebuilt from its bundle: issue 31, defect 8d) nor its
     # name (it often names the chatbots under test).
-    # Runs by their place among the study's runs, not by id (issue 31: a rebuilt study writes the same text).
-    return markdown("Methods of the study's reports", sections, missing=missing, runs=selectors.judge_run_places(study))
+    return markdown("Methods of the study's reports", sections, missing=missing)
 
 
 def _coverage_line(card: dict[str, Any]) -> str:

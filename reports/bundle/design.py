@@ -11,6 +11,7 @@ database writes the same records again (issue 31). ``docs/formats.md`` describes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -105,7 +106,7 @@ def holdout_document(study: Study, codes: dict[int, str], places: dict[int, int]
         } for s in splits],
         "declarations": [{
             "split": d.split.number, "run": places.get(d.run_id), "source": judge_source_name(d.source, d.run),
-            "label": d.label.replace(f"run #{d.run_id}", RUN_MARK), "note": d.note, "declared_at": _iso(d.declared_at),
+            "label": re.sub(rf"\brun #{d.run_id}\b", RUN_MARK, d.label), "note": d.note, "declared_at": _iso(d.declared_at),
         } for d in declarations],
         "looks": [{
             "split": lk.split.number, "number": lk.number, "declaration": index[lk.declaration_id], "na_policy": lk.na_policy,
