@@ -168,11 +168,16 @@ def study_judges_vs_humans(*, study: Study, run_id: int, na: str = "category", w
     comparison is made on the development set only and never reads a test-set label: the test
     set is evaluated only for a version declared final. ``holdout`` in the payload says so.
     """
+    return jobs.report_get("judges", judges_params(study, run_id, na), wait=wait)
+
+
+def judges_params(study: Study, run_id: int, na: str) -> dict[str, Any]:
+    """Return the judges report's parameters: the study's split in force, if any, is one (its development set is compared)."""
     split = split_current(study)
     params: dict[str, Any] = {"study": study.pk, "run": run_id, "na": na}
     if split is not None:
         params["split"] = split.pk
-    return jobs.report_get("judges", params, wait=wait)
+    return params
 
 
 def _judges_version(params: dict[str, Any]) -> str:
@@ -330,8 +335,8 @@ def study_methods(*, study: Study, reliability: dict[str, Any] | None = None, sc
     runs = list(selectors.judge_runs_for_study(study).values_list("pk", flat=True))
     for index, run_id in enumerate(runs):
         for na in ("category", "exclude"):
-            params = {"study": study.pk, "run": run_id, "na": na}
-            payload = jobs.report_cached("judges", params)
+            # The split's too: a comparison cached before the study was split read the test set (issue 31).
+            payload = jobs.report_cached("judges", judges_params(study, run_id, na))
             if payload is None and index == 0 and na == "category":
                 payload = study_judges_vs_humans(study=study, run_id=run_id, na=na)
             heading = f"LLM judges against human raters (judge run #{run_id}, {NA_WORDS[na]})"

@@ -76,6 +76,9 @@ def vera_id(conversation: Conversation) -> str:
 def study_bundle_zip(*, study: Study) -> bytes:
     """Return the study's publication bundle as zip bytes (see the module docstring and ``docs/formats.md``)."""
     files: dict[str, bytes] = {}
+    # Figures first: every judge run's comparison is then computed, so METHODS.md describes each run whose figures
+    # the bundle ships, whatever pages were opened before (issue 31: a rebuilt study writes the same text).
+    figures = study_figures(study)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as core:
         write_study_export(core, study=study)
@@ -115,7 +118,6 @@ def study_bundle_zip(*, study: Study) -> bytes:
     if vera is not None:
         put(layout.RATINGS_VERA, vera)
     put(layout.STUDY, _json(_study_document(study, conversations)))
-    figures = study_figures(study)
     for name, payload in figures.items():
         put(f"{layout.FIGURES_DIR}{name}.json", _json(payload))
     for name, chart in figure_charts(figures).items():
