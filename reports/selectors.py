@@ -187,7 +187,7 @@ def study_inclusion_weights(study: Study) -> tuple[dict[str, float] | None, dict
             return {code: 1 / pi for code, pi in links}, {
                 "weighted": True,
                 "weights": "inverse inclusion probabilities (Hájek)",
-                "note": (f"Weighted by the study's active sampling (judge run {active.judge_run_id}, batches whose chances "
+                "note": (f"Weighted by the study's active sampling (judge run #{active.judge_run_id}, batches whose chances "
                          "followed the judges' uncertainty): each rated conversation counts 1/π times, π its recorded "
                          "chance in its batch (Hájek estimator; Särndal, Swensson & Wretman 1992, sec. 5.7). The "
                          "unweighted figures, which over-represent the conversations the judges found hard, are beside "
@@ -208,7 +208,7 @@ def study_inclusion_weights(study: Study) -> tuple[dict[str, float] | None, dict
         "weighted": True,
         "weights": "inverse inclusion probabilities (Hájek)",
         "note": (f"Weighted by the study's sampling plan ({plan.get_method_display().lower()}, {plan.n} of the "
-                 f"{plan.population} conversations of judge run {plan.judge_run_id}): each rated conversation counts "
+                 f"{plan.population} conversations of judge run #{plan.judge_run_id}): each rated conversation counts "
                  "1/π times, π its chance of being drawn, so the scores estimate the run's conversations, not the "
                  "sample (Hájek estimator; Särndal, Swensson & Wretman 1992, sec. 5.7). The unweighted figures, "
                  "which describe the sample as drawn, are beside them."),

@@ -264,7 +264,8 @@ def write_study_export(archive: Any, *, study: Study) -> None:
     write("failure_codes.csv", CODE_COLUMNS, code_rows(study))
     archive.writestr(
         "README.txt",
-        f"evalsite export of study {study.pk}: {study.name}\n"
+        # No study id: it changes when the study is rebuilt from its bundle, which carries this file (issue 31).
+        f"evalsite export of study: {study.name}\n"
         f"Instrument: {study.instrument} | section: {study.section}\n"
         "ratings_long.csv: one row per submitted answer (unit = pseudonymous conversation code). evidence_turns: the "
         "transcript turns the rater cited for the answer, separated by ';' (turn n = the conversation's n-th message, "

@@ -41,7 +41,7 @@ from reports.bundle import design, layout
 from reports.bundle.figures import figure_charts, study_figures
 from reports.devset.selectors import split_current
 from reports.devset.summary import methods_sentence
-from reports.methods.document import document_by_place
+from reports.methods.document import document_by_place, runs_by_place
 from reports.methods.software import software_versions
 from reports.reliability import reliability_inputs
 from reports.services import study_methods, study_reliability, write_study_export
@@ -104,8 +104,9 @@ def study_bundle_zip(*, study: Study) -> bytes:
         # The judge development split's paragraph joins the study zip's METHODS.md in the bundle.
         files["METHODS.md"] = study_methods(
             study=study, extra=[("Judge development with a locked test set", {"text": methods_sentence(study)})]).encode()
-    # Runs by place in the methods text too (issue 31): the study rebuilt from the bundle writes the same text.
+    # Runs by place in the methods text and the guide too (issue 31): the study rebuilt from the bundle writes the same text.
     files["METHODS.md"] = document_by_place(files["METHODS.md"].decode(), places).encode()
+    files["README.txt"] = runs_by_place(files["README.txt"].decode(), places).encode()
     conversations = bundle_conversations(study)
     _transcripts(conversations, put)
     for instrument in filter(None, (study.instrument, study.section)):

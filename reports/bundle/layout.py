@@ -93,7 +93,7 @@ FILES: dict[str, str] = {
     MANIFEST: "bundle format, app name and version, software versions, when it was made, and the SHA-256 and size of every other file",
     STUDY: "the study's name, instrument and section (files below), settings (raters per conversation, consensus minimum, tie policy, thresholds, alt-test epsilon, sittings), its conversations in order with their design (calibration, inclusion probability, stratum), its judge runs (names, oldest first), its sampling plan, an active study's plan with every batch and every visited conversation's uncertainty, inclusion probability and draw (active_plan), and the development/test splits with their members, the versions declared final and every look at a test set with its result (holdout)",
     CODEBOOK: "this file",
-    "README.txt": "the study zip's own guide: each CSV and the exact `python -m stats agreement` command for reliability_ratings*.csv",
+    "README.txt": "the study zip's own guide: each CSV and the exact `python -m stats agreement` command for reliability_ratings*.csv (judge runs named by place, as in METHODS.md)",
     "METHODS.md": "the methods paragraph of each report of the study, with references and software versions; judge runs are named by their place among the study's runs (judge run 1 is the oldest), as in study.json (the study zip and the report pages name them by id)",
     "instruments/": "the instrument and the rating section in evalsite's JSON format (docs/formats.md, Instruments): items, scales, labels, N/A declarations",
     "personas/": "every persona set the conversations use, in evalsite's JSON format (docs/formats.md, Personas): cards and design labels",

@@ -126,9 +126,9 @@ def estimation_weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of
         ))
     if plan.plan.judge_run_id != run.pk and not selectors.same_population(plan.plan.judge_run, run):
         return Weights(None, None, (
-            f"The study's sampling plan was drawn from run {plan.plan.judge_run_id}, which judged other conversations "
+            f"The study's sampling plan was drawn from run #{plan.plan.judge_run_id}, which judged other conversations "
             "than this run: its inclusion probabilities do not apply here, and equal weights are used (unweighted). "
-            f"Choose run {plan.plan.judge_run_id} for weighted estimates."
+            f"Choose run #{plan.plan.judge_run_id} for weighted estimates."
         ))
     # Picked conversations still without a consensus: assumed missing at random among the picked conversations of
     # the same chatbot and inclusion probability (a stratum, or strata alike), so a conversation's chance of being
@@ -155,7 +155,7 @@ def estimation_weights(study: Study, run: JudgeRun, rated: list[int], chatbot_of
         if waiting > 0 else ""
     )
     where = (f"{plan.plan.get_method_display().lower()} from this run" if plan.plan.judge_run_id == run.pk
-             else f"drawn from run {plan.plan.judge_run_id}, which judged the same conversations as this run")
+             else f"drawn from run #{plan.plan.judge_run_id}, which judged the same conversations as this run")
     note = (
         f"Weighted by the study's sampling plan ({where}): Hájek estimates, each rated conversation counting 1/π "
         "and each unrated one 1/(1 − π), π its recorded inclusion probability." + pending

@@ -134,7 +134,7 @@ def test_the_split_comes_back_with_its_declarations_and_looks(demo_bundle):
     result = fresh_import(data)
     study = result.study
     split = HoldoutSplit.objects.get(study=study)
-    assert (split.number, split.seed, split.n_test, split.n_dev) == (1, 4242, 12, 24)
+    assert (split.number, split.seed, split.n_test, split.n_dev) == (1, 4242, 12, holdout["splits"][0]["n_dev"])
     test = set(HoldoutMember.objects.filter(split=split, part="test").values_list("conversation__code", flat=True))
     assert test == {code for code, part, _ in holdout["splits"][0]["members"] if part == "test"}
     assert list(HoldoutLook.objects.filter(study=study).order_by("number").values_list("number", "status")) == [(1, "ready"), (2, "ready")]

@@ -114,6 +114,11 @@ def shift_ids() -> None:
     Persona.objects.filter(pk__in=persona_ids).delete()
     PersonaSet.objects.filter(pk__in=set_ids).delete()
     Target.objects.filter(pk__in=target_ids).delete()
+    # The study's id too: a file naming it (README.txt did) differs then, whatever order the tests run in.
+    instrument = Instrument.objects.create(key="id-shift", name="id shift", kind="checklist", content_hash="0" * 64)
+    for n in range(3):
+        Study.objects.create(name=f"id shift {n}", instrument=instrument).delete()
+    instrument.delete()
 
 
 def fresh_import(data: bytes) -> BundleImportResult:
