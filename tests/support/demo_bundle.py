@@ -114,10 +114,11 @@ def shift_ids() -> None:
     Persona.objects.filter(pk__in=persona_ids).delete()
     PersonaSet.objects.filter(pk__in=set_ids).delete()
     Target.objects.filter(pk__in=target_ids).delete()
-    # The study's id too: a file naming it (README.txt did) differs then, whatever order the tests run in.
+    # The study's and the judge runs' ids too: a file naming one (README.txt and METHODS.md did) differs then.
     instrument = Instrument.objects.create(key="id-shift", name="id shift", kind="checklist", content_hash="0" * 64)
     for n in range(3):
         Study.objects.create(name=f"id shift {n}", instrument=instrument).delete()
+        JudgeRun.objects.create(name=f"id shift {n}", instrument=instrument, mode="checklist").delete()
     instrument.delete()
 
 
