@@ -125,3 +125,30 @@ def test_a_single_imported_judge_is_a_run_with_its_labels_scored(vera_study, coo
     for group in judges["groups"]:
         assert set(group.get("alt_test") or {}) <= {"solo-judge"}  # the judge once, no "ensemble" copy of it
     assert "ensemble included" not in judges["methods"]["text"]
+
+
+def test_the_turns_a_judge_cited_come_in_with_its_labels_and_wrong_turns_are_refused(vera_study, researcher):
+    """Issue 31: a bundle's judge labels carry the turns each judge cited; they come back as the label's evidence."""
+    from django.urls import reverse
+
+    from corpus.models import Conversation
+
+    conversation = Conversation.objects.get(external_id="a1b2c3")
+    n = conversation.messages.count()
+    text = ("unit,judge,item,label,evidence_turns,missing_reason\n"
+            f"a1b2c3,ext-judge-1,Detects Potential Risk,{BP},2 1,\n"
+            f"a1b2c3,ext-judge-2,Detects Potential Risk,{BP},,\n"
+            "a1b2c3,ext-judge-2,Confirms Risk,,,the judge's reply did not parse\n")
+    instrument = vera_study.study.instrument
+    run = judge_labels_import(text=text, file="judges.csv", instrument=instrument, created_by=researcher).run
+    labels = JudgeLabel.objects.filter(result__run=run)
+    assert labels.get(result__judge__name="ext-judge-1").evidence == [{"turn": 2}, {"turn": 1}]
+    assert labels.get(item_key="Confirms Risk").missing_reason == "the judge's reply did not parse"
+    page = client_for(researcher).get(reverse("judging:run-conversation", args=[run.pk, conversation.code])).content.decode()
+    # No quote came with the turns: nothing to call unverified.
+    assert 'href="#turn-2"' in page and 'href="#turn-1"' in page and "quote unverified" not in page
+    for cell, problem in ((f"2 {n + 1}", f"turn {n + 1} is not a turn of unit 'a1b2c3' ({n} messages)"),
+                          ("2 x", "'2 x' is not a list of turn numbers (e.g. 3 5)")):
+        with pytest.raises(ImportRejected) as caught:
+            judge_labels_import(text=text.replace(",2 1,", f",{cell},"), file="judges.csv", instrument=instrument)
+        assert [str(p) for p in caught.value.problems] == [f"judges.csv, line 2, column evidence_turns: {problem}"]
