@@ -166,7 +166,8 @@ def vera_layout(conversations: list[Conversation], messages: dict[int, list[tupl
     import and the simulator; else the messages the longest transcript has) and ``r`` the runs per
     persona. A conversation imported from a run folder goes back to a folder of the same name. The
     facts (``run_folder``, ``user_model``, ``max_turns``, ``runs_per_persona``, ``timestamp``,
-    ``model_short``: the keys the VERA-MH import stores) go into the bundle's JSONL metadata, so a
+    ``model_short``: the keys the VERA-MH import stores; ``user_model`` only where the conversation
+    names one) go into the bundle's JSONL metadata, so a
     study rebuilt from the bundle writes the same paths again.
     """
     groups: dict[str, list[Conversation]] = defaultdict(list)
@@ -196,10 +197,13 @@ def vera_layout(conversations: list[Conversation], messages: dict[int, list[tupl
             model = str(metadata.get("model_short") or _user_model(conversation).rsplit("/", 1)[-1])
             persona = conversation.persona.name if conversation.persona else str(metadata.get("persona_name") or "")
             file = transcript_filename(vera_id(conversation), persona, model, _run(conversation))
-            out[conversation.pk] = (f"{name}/{file}", {
-                "run_folder": name, "user_model": folder.user_model, "max_turns": folder.turns,
-                "runs_per_persona": folder.runs, "timestamp": folder.timestamp, "model_short": model_token(model),
-            })
+            facts = {"run_folder": name, "user_model": folder.user_model, "max_turns": folder.turns,
+                     "runs_per_persona": folder.runs, "timestamp": folder.timestamp, "model_short": model_token(model)}
+            if _user_model(conversation) == "unknown":
+                # The folder says "unknown"; the conversation's metadata must not start naming a user model
+                # (the realism report groups by it: issue 31, a round trip keeps the text).
+                del facts["user_model"]
+            out[conversation.pk] = (f"{name}/{file}", facts)
     return out
 
 

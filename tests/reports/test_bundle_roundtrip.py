@@ -1,11 +1,13 @@
 """A round trip of the publication bundle keeps every file, byte for byte, not only the figures (issue 31).
 
 Bundle A of a demo study is imported into a fresh database; bundle B is exported from the
-rebuilt study. Every file of A is in B with the same bytes (the CSVs, METHODS.md, study.json,
-the transcripts, the codebook), but for the exceptions below, which ``docs/formats.md``
-("Publication bundle", round trip) lists too. The demo studies cover ratings with cited turns,
-three judge runs' labels with the turns the judges cited, a sampling plan with open work, an
-active sampling study with its first batch, and a development/test split with two looks.
+rebuilt study. Every file of A is in B with the same bytes (the CSVs, METHODS.md, README.txt,
+study.json, the transcripts, the codebook, the plotly charts), but for ``manifest.json``'s
+``MANIFEST_EXCEPTIONS`` and the figures' payloads (``figures/*.json``), which are the same key by
+key once judge runs are named by place, but for the ``FIGURE_EXCEPTIONS`` keys; ``docs/formats.md``
+("Publication bundle", round trip) lists the same. The demo studies cover ratings with cited turns,
+two judge runs' labels with the turns the judges cited, a sampling plan with open work, an active
+sampling study with its first batch, and a development/test split with two looks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -24,6 +27,7 @@ from reports.bundle.export import study_bundle_zip
 from reports.bundle.figures import figure_differences, study_figures
 from reports.bundle.lock import bundle_refusal
 from reports.devset import services as devset_services
+from reports.methods.document import runs_by_place
 from reports.models import FinalDeclaration, HoldoutLook, HoldoutMember, HoldoutSplit
 from tests.support.demo_bundle import (
     ACTIVE_STATE,
@@ -40,13 +44,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # What may differ between bundle A and bundle B, and why (docs/formats.md lists the same).
 MANIFEST_EXCEPTIONS = {
     "created_at": "when the bundle was made",
-    "files": "the checksums: those of the figures below differ (each other file's checksum is compared through its bytes)",
+    "files": "the checksums: those of the figures' payloads differ (every other file's is compared through its bytes)",
 }
-FIGURES = "figures/"  # each report's payload and chart as computed where the bundle was made: see EXCEPTIONS
-EXCEPTIONS = {
-    "manifest.json": "every key but " + ", ".join(MANIFEST_EXCEPTIONS) + " is compared",
-    FIGURES: "a report's payload names the study and its judge runs by database id and carries its cache's stamps and "
-             "its page's methods text (runs by id): compared figure by figure, to 4 decimals, ids and stamps aside",
+PAYLOAD = re.compile(r"figures/[^/]+\.json")  # each report's payload as computed where the bundle was made
+# The keys of a figure's payload that may differ; every other key is the same once judge runs are named by place
+# (as every other file names them: a payload names them by id), and every number is the same to 4 decimals.
+FIGURE_EXCEPTIONS = {
+    "study": "the study's database id", "_cache": "the report cache's stamps", "computed_at": "when it was computed",
+    "seconds": "how long it took",
+    "warnings": "a judges comparison's run warnings: a rebuilt run is an external run, and its warnings say so",
 }
 
 
@@ -70,13 +76,34 @@ def test_export_import_export_gives_every_file_byte_for_byte_but_the_listed_exce
     first, second = _files(data), _files(study_bundle_zip(study=result.study))
     assert sorted(first) == sorted(second)
     assert sum(n.endswith(".csv") for n in first) >= 8 and "METHODS.md" in first and "study.json" in first
-    compared = [n for n in first if n != "manifest.json" and not n.startswith(FIGURES)]
+    compared = [n for n in first if n != "manifest.json" and not PAYLOAD.fullmatch(n)]
     changed = [n for n in compared if first[n] != second[n]]
     assert changed == [], {n: _first_difference(first[n], second[n]) for n in changed}
     manifests = [{k: v for k, v in json.loads(files["manifest.json"]).items() if k not in MANIFEST_EXCEPTIONS}
                  for files in (first, second)]
     assert manifests[0] == manifests[1]
     assert figure_differences(before, study_figures(result.study), places=4) == []
+    figures = [n for n in first if PAYLOAD.fullmatch(n)]
+    assert len(figures) >= 6
+    sides = [{n: _comparable(json.loads(files[n]), _places(files)) for n in figures} for files in (first, second)]
+    changed = [n for n in figures if sides[0][n] != sides[1][n]]
+    assert changed == [], [(n, _paths(sides[0][n], sides[1][n])[:6]) for n in changed]
+
+
+def _places(files: dict[str, bytes]) -> dict[int, int]:
+    """Return each judge run's id -> place, as the bundle's figures/judges_runN.json name them."""
+    return {json.loads(data)["run"]: int(name.removeprefix("figures/judges_run").removesuffix(".json"))
+            for name, data in files.items() if re.fullmatch(r"figures/judges_run\d+\.json", name)}
+
+
+def _comparable(payload: object, places: dict[int, int]) -> object:
+    """Return a payload without the FIGURE_EXCEPTIONS keys, its judge runs named by place in numbers and in text."""
+    if isinstance(payload, dict):
+        return {k: places.get(int(v), v) if k in ("run", "judge_run") and str(v).isdigit() else _comparable(v, places)
+                for k, v in payload.items() if k not in FIGURE_EXCEPTIONS}
+    if isinstance(payload, list):
+        return [_comparable(v, places) for v in payload]
+    return runs_by_place(payload, places) if isinstance(payload, str) else payload
 
 
 def test_methods_name_judge_runs_by_their_place_not_by_database_id(demo_bundle):
@@ -170,3 +197,12 @@ def test_an_active_batch_with_an_impossible_probability_is_refused(demo_bundle):
     problems = rejected(rewrite(data, {"study.json": json.dumps(document).encode()}))
     assert problems == ["study.json, column active_plan: active batch 1: inclusion probability 1.5 of a visited conversation "
                         "is not above 0 and at most 1"]
+
+
+def _paths(a: object, b: object, path: str = "") -> list[str]:
+    """Return where two payloads differ (for the failure message)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k) for p in _paths(a.get(k), b.get(k), f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y for p in _paths(x, y, f"{path}[{i}]")]
+    return [f"{path}: {str(a)[:120]!r} != {str(b)[:120]!r}"]
