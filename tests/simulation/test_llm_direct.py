@@ -7,7 +7,6 @@ path, against the local fake server, and compares what the app keeps: content, t
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from core.http_policy import OutboundRefused
 from simulation.llm import LLMError, ModelSpec, RetryPolicy, achat, direct, prepare_call
 from tests.support.fake_llm import FakeLLM, http_429, http_500, raw, timeout
+from tests.support.loops import run_closing
 
 KEY_ENV = "TEST_LLM_API_KEY"
 HELLO = [{"role": "user", "content": "I have not slept for three nights"}]
@@ -42,7 +42,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, path: str, spec: ModelSpec, retry: Ret
         except (LLMError, OutboundRefused) as exc:
             return exc
 
-    return asyncio.run(call())
+    return run_closing(call())
 
 
 def test_the_direct_path_is_taken_only_where_litellm_would_add_nothing(fake_llm: FakeLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
