@@ -404,6 +404,13 @@ EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_
 EVALSITE_PREFLIGHT = os.environ.get("EVALSITE_PREFLIGHT", "1").lower() not in ("0", "false", "no", "off")
 EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", "30"))
 
+# Publication bundle: each chart as PNG and SVG, drawn by plotly's image export (kaleido) in a
+# headless Chromium with the app's own plotly.js (reports.bundle.images). Off, or with no Chromium,
+# the bundle says why it has no images. The browser: this path, or the first Chromium/Chrome on PATH.
+EVALSITE_BUNDLE_IMAGES = env_bool("EVALSITE_BUNDLE_IMAGES", True)
+EVALSITE_CHART_BROWSER = os.environ.get("EVALSITE_CHART_BROWSER", "").strip()
+EVALSITE_CHART_IMAGE_TIMEOUT = float(os.environ.get("EVALSITE_CHART_IMAGE_TIMEOUT", "30"))
+
 # Precision planning on the reliability report: the confidence-interval width it aims at; beside
 # each interval the page estimates how many more doubly-rated conversations would reach it.
 REPORT_TARGET_WIDTH = float(os.environ.get("EVALSITE_REPORT_TARGET_WIDTH", "0.10"))
