@@ -17,9 +17,11 @@ import asyncio
 import importlib.metadata
 import re
 import shutil
+import socket
 import subprocess
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,16 @@ class Rendered:
     images: dict[str, ChartImage] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     made_with: str = ""
+    # Every address the drawing page asked for (its scripts: local files), as the browser reported them.
+    page_requests: list[str] = field(default_factory=list)
+    # The first line of every request that reached the refusing proxy (Chromium's own update checks, clock, sign-in):
+    # none of them left the machine.
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def fetched(self) -> list[str]:
+        """Return what the page asked of the network (refused): anything but local files and data. Empty: nothing."""
+        return [url for url in self.page_requests if url.split(":", 1)[0] not in ("file", "data", "blob", "about")]
 
 
 def bundle_trace_types(bundle: Path) -> set[str]:
@@ -120,19 +132,25 @@ def render_figures(figures: dict[str, dict[str, Any]], *, browser: str = "", tim
     images: dict[str, ChartImage] = {}
     failed: dict[str, str] = {}
     outcome: dict[str, BaseException] = {}
+    requested: list[str] = []
 
-    def run() -> None:
+    started = time.monotonic()
+
+    def run(proxy: str) -> None:
         try:
-            asyncio.run(asyncio.wait_for(_session(figures, path, bundle, images, failed, timeout), timeout))
+            asyncio.run(asyncio.wait_for(_session(figures, path, bundle, images, failed, timeout, proxy, requested),
+                                         timeout))
         except BaseException as exc:  # reported below as the reason of each figure not drawn
             outcome["error"] = exc
 
-    # Its own thread and event loop: the caller may be a request, a task or a command, with or without a running loop.
-    worker = threading.Thread(target=run, name="chart-images", daemon=True)
-    worker.start()
-    worker.join(timeout + 15)
+    with _RefusingProxy() as proxy:
+        # Its own thread and event loop: the caller may be a request, a task or a command, with or without a running loop.
+        worker = threading.Thread(target=run, args=(proxy.address,), name="chart-images", daemon=True)
+        worker.start()
+        worker.join(timeout + 15)
     error = outcome.get("error")
-    if worker.is_alive() or isinstance(error, TimeoutError | asyncio.TimeoutError):
+    # Cut short while starting, the browser reports that it failed to start: the time limit is the reason then too.
+    if worker.is_alive() or isinstance(error, TimeoutError) or (error is not None and time.monotonic() - started >= timeout):
         reason = f"the images took longer than {timeout:g} s (EVALSITE_CHART_IMAGE_TIMEOUT)"
     elif error is not None:
         reason = f"the browser session failed: {_words(error)}"
@@ -141,21 +159,97 @@ def render_figures(figures: dict[str, dict[str, Any]], *, browser: str = "", tim
     for name in figures:
         if name not in images and name not in failed:
             failed[name] = reason or "not drawn"
-    return Rendered(images=images, failed=failed, made_with=_made_with(path, bundle) if images else "")
+    return Rendered(images=images, failed=failed, made_with=_made_with(path, bundle) if images else "",
+                    page_requests=list(dict.fromkeys(requested)), refused=list(proxy.asked))
+
+
+def page(bundle: Path) -> Any:
+    """Return kaleido's page for ``bundle``: the app's plotly.js, no MathJax (its default comes from a CDN)."""
+    import kaleido
+
+    return kaleido.PageGenerator(plotly=bundle.as_uri(), mathjax=False)
+
+
+def page_html(bundle: Path) -> str:
+    """Return the HTML of the page the figures are drawn on (every script on it a local file)."""
+    return str(page(bundle).generate_index())
+
+
+class _RefusingProxy:
+    """The browser's only proxy: a loopback port that answers no request, and notes the first line of each one asked.
+
+    Chromium sends every http(s) request through its proxy, so with this one nothing leaves the
+    machine, and what the page would have fetched (nothing: its scripts are local files) is known.
+    """
+
+    def __enter__(self) -> _RefusingProxy:
+        self.asked: list[str] = []
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.2)
+        self.address = f"127.0.0.1:{self._socket.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="chart-images-proxy", daemon=True)
+        self._thread.start()
+        return self
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:  # the accept timed out (look at the stop flag again) or the socket closed
+                continue
+            with connection:
+                connection.settimeout(1)
+                try:
+                    first = connection.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+                except OSError:
+                    first = ""
+                self.asked.append(first[:200] or "a connection that sent no request")
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self._socket.close()
+
+
+# Chromium's own traffic (update checks, the clock, the search engine, accounts: seen through the
+# refusing proxy) turned off, so the proxy's log holds only what drawing would fetch.
+QUIET = ("--disable-background-networking", "--disable-component-update", "--disable-domain-reliability",
+         "--disable-client-side-phishing-detection", "--disable-default-apps", "--dns-prefetch-disable", "--no-pings",
+         "--disable-sync", "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication")
+
+
+def _quiet_chromium() -> type:
+    from choreographer.browsers.chromium import Chromium
+
+    class QuietChromium(Chromium):
+        def get_cli(self) -> list[str]:
+            return [*super().get_cli(), *QUIET]
+
+    return QuietChromium
+
+
+def _recorder(requested: list[str]) -> Callable[[dict[str, Any]], Coroutine[Any, Any, None]]:
+    async def record(event: dict[str, Any]) -> None:
+        requested.append(str(((event.get("params") or {}).get("request") or {}).get("url") or ""))
+
+    return record
 
 
 async def _session(figures: dict[str, dict[str, Any]], browser: str, bundle: Path, images: dict[str, ChartImage],
-                   failed: dict[str, str], timeout: float) -> None:
+                   failed: dict[str, str], timeout: float, proxy: str, requested: list[str]) -> None:
     import kaleido
 
-    page = kaleido.PageGenerator(plotly=bundle.as_uri(), mathjax=False)
-    async with kaleido.Kaleido(n=1, timeout=timeout, page_generator=page, path=browser) as session:
+    async with kaleido.Kaleido(n=1, timeout=timeout, page_generator=page(bundle), path=browser, proxy_server=proxy,
+                               browser_cls=_quiet_chromium()) as session:
+        for tab in list(session.tabs.values()):
+            # The page's own requests, as the browser reports them (kaleido reloads the page after each image).
+            tab.subscribe("Network.requestWillBeSent", _recorder(requested))
+            await tab.send_command("Network.enable")
         for name, figure in figures.items():
-            layout = figure.get("layout") or {}
-            size = {"width": layout.get("width") or 1000, "height": layout.get("height") or 500}
             try:
-                png = await session.calc_fig(figure, opts={"format": "png", "scale": PNG_SCALE, **size})
-                svg = await session.calc_fig(figure, opts={"format": "svg", **size})
+                png = await session.calc_fig(figure, {"format": "png", "scale": PNG_SCALE})
+                svg = await session.calc_fig(figure, {"format": "svg"})
             except TimeoutError:
                 raise
             except Exception as exc:  # one figure plotly.js cannot draw: the others are still drawn
@@ -204,7 +298,9 @@ def write_chart_images(charts: dict[str, Any], put: Callable[[str, bytes], str])
     for name, image in rendered.images.items():
         made.append(put(f"{layout.PNG_DIR}{name}.png", image.png))
         made.append(put(f"{layout.SVG_DIR}{name}.svg", image.svg))
-    reasons = sorted(set(rendered.failed.values()))
+    # Each chart without images named by its plotly JSON's path in the bundle (names there are made portable).
+    not_made = {layout.portable_path(f"{layout.PLOTLY_DIR}{name}.json"): why for name, why in rendered.failed.items()}
+    reasons = sorted(set(not_made.values()))
     if not charts:
         summary = "Chart images: none (the study has no charts yet)."
     elif not rendered.failed:
@@ -216,6 +312,6 @@ def write_chart_images(charts: dict[str, Any], put: Callable[[str, bytes], str])
     else:
         summary = (f"Chart images: {len(rendered.images)} of the {len(charts)} charts as PNG (figures/png/) and SVG (figures/svg/), "
                    f"drawn by {rendered.made_with}; not drawn: "
-                   + "; ".join(f"{name} ({why})" for name, why in sorted(rendered.failed.items())) + ".")
+                   + "; ".join(f"{name} ({why})" for name, why in sorted(not_made.items())) + ".")
     return {"formats": ["png", "svg"], "made_with": rendered.made_with, "files": made,
-            "not_made": dict(sorted(rendered.failed.items())), "summary": summary}
+            "not_made": dict(sorted(not_made.items())), "fetched": rendered.fetched, "summary": summary}
