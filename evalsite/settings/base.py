@@ -409,7 +409,7 @@ EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", 
 # the bundle says why it has no images. The browser: this path, or the first Chromium/Chrome on PATH.
 EVALSITE_BUNDLE_IMAGES = env_bool("EVALSITE_BUNDLE_IMAGES", True)
 EVALSITE_CHART_BROWSER = os.environ.get("EVALSITE_CHART_BROWSER", "").strip()
-EVALSITE_CHART_IMAGE_TIMEOUT = float(os.environ.get("EVALSITE_CHART_IMAGE_TIMEOUT", "30"))
+EVALSITE_CHART_IMAGE_TIMEOUT = float(os.environ.get("EVALSITE_CHART_IMAGE_TIMEOUT", "20"))
 
 # Precision planning on the reliability report: the confidence-interval width it aims at; beside
 # each interval the page estimates how many more doubly-rated conversations would reach it.

@@ -284,7 +284,7 @@ def bundle_images(figures: dict[str, dict[str, Any]]) -> Rendered:
     if not getattr(settings, "EVALSITE_BUNDLE_IMAGES", True):
         return _all_failed(figures, "chart images are turned off where the bundle was made (EVALSITE_BUNDLE_IMAGES=0)")
     return render_figures(figures, browser=getattr(settings, "EVALSITE_CHART_BROWSER", ""),
-                          timeout=float(getattr(settings, "EVALSITE_CHART_IMAGE_TIMEOUT", 30)))
+                          timeout=float(getattr(settings, "EVALSITE_CHART_IMAGE_TIMEOUT", 20)))
 
 
 def write_chart_images(charts: dict[str, Any], put: Callable[[str, bytes], str]) -> dict[str, Any]:

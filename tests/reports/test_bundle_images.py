@@ -11,7 +11,6 @@ import hashlib
 import io
 import json
 import re
-import shutil
 import struct
 import zipfile
 from pathlib import Path
@@ -29,11 +28,11 @@ from corpus.models import Conversation
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.importer import bundle_import
 from tests.reports.test_bundle import _rewrite, _stats_bundle
+from tests.support.chromium import chromium_or_skip
 from tests.support.report_study import build_report_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 MISSING = "/nonexistent/chromium"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "reports"
 
@@ -41,12 +40,13 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "reports"
 @pytest.fixture(scope="module")
 def bundles(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
     """A small study with a judge run (bar and scatter charts), exported with a Chromium and with a missing one."""
+    chromium = chromium_or_skip()
     with django_db_blocker.unblock():
         small = build_report_study(n_conversations=48, n_raters=2, k=2, n_judges=1, prefix="c")  # codes C-0000...: a bundle keeps them
         for conversation in Conversation.objects.all():
             # The built study's transcripts are all alike; an import keeps one conversation per transcript.
             conversation.messages.filter(turn_index=0).update(content=f"I can't sleep ({conversation.code}).")
-        with override_settings(EVALSITE_BUNDLE_IMAGES=True, EVALSITE_CHART_BROWSER=CHROMIUM):
+        with override_settings(EVALSITE_BUNDLE_IMAGES=True, EVALSITE_CHART_BROWSER=chromium):
             drawn = study_bundle_zip(study=small.study)
         with override_settings(EVALSITE_BUNDLE_IMAGES=True, EVALSITE_CHART_BROWSER=MISSING):
             missing = study_bundle_zip(study=small.study)
@@ -147,7 +147,7 @@ def test_the_charts_are_drawn_with_the_apps_plotly_and_nothing_is_fetched():
     assert bundle == images.VENDOR / "plotly-basic.min.js" and why == ""
     sources = re.findall(r'<script[^>]*\bsrc="([^"]+)"', images.page_html(bundle))
     assert bundle.as_uri() in sources and all(s.startswith("file:///") and Path(s[len("file://"):]).is_file() for s in sources)
-    rendered = images.render_figures({"c": figure}, browser=CHROMIUM, timeout=60)
+    rendered = images.render_figures({"c": figure}, browser=chromium_or_skip(), timeout=60)
     assert set(rendered.images) == {"c"} and rendered.failed == {}
     loaded = [url for url in rendered.page_requests if url.startswith("file:")]
     assert bundle.as_uri() in loaded and rendered.fetched == []
