@@ -352,6 +352,11 @@ LOGGING = {
         # litellm can log request headers at debug level; keep it quiet so keys never reach logs.
         "LiteLLM": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # The chart images' renderer logs each step of every image (about 170 lines a bundle); what
+        # failed reaches the bundle's manifest and README in words.
+        "kaleido": {"level": "WARNING"},
+        "choreographer": {"level": "WARNING"},
+        "logistro": {"level": "WARNING"},
     },
 }
 
