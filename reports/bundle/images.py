@@ -148,6 +148,8 @@ def render_figures(figures: dict[str, dict[str, Any]], *, browser: str = "", tim
         worker = threading.Thread(target=run, args=(proxy.address,), name="chart-images", daemon=True)
         worker.start()
         worker.join(timeout + 15)
+    # A session that outlived its join still writes to these: read copies.
+    drawn, not_drawn, asked = dict(images), dict(failed), list(dict.fromkeys(requested))
     error = outcome.get("error")
     # Cut short while starting, the browser reports that it failed to start: the time limit is the reason then too.
     if worker.is_alive() or isinstance(error, TimeoutError) or (error is not None and time.monotonic() - started >= timeout):
@@ -157,10 +159,10 @@ def render_figures(figures: dict[str, dict[str, Any]], *, browser: str = "", tim
     else:
         reason = ""
     for name in figures:
-        if name not in images and name not in failed:
-            failed[name] = reason or "not drawn"
-    return Rendered(images=images, failed=failed, made_with=_made_with(path, bundle) if images else "",
-                    page_requests=list(dict.fromkeys(requested)), refused=list(proxy.asked))
+        if name not in drawn and name not in not_drawn:
+            not_drawn[name] = reason or "not drawn"
+    return Rendered(images=drawn, failed=not_drawn, made_with=_made_with(path, bundle) if drawn else "",
+                    page_requests=asked, refused=list(proxy.asked))
 
 
 def page(bundle: Path) -> Any:
