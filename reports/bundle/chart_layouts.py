@@ -16,6 +16,10 @@ from typing import Any
 WIDTH = 1000
 
 
+# Above the plot: below it, a fixed fraction of the height lands on the axis title of a short chart.
+LEGEND_ABOVE = {"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom"}
+
+
 def scorecard_layout(chart: dict[str, Any]) -> dict[str, Any]:
     """Return the scorecard page's layout (grouped bars, 0-100 axis, chatbot legend below)."""
     return {
@@ -37,10 +41,10 @@ def judge_assisted_layout(chart: dict[str, Any], height: int) -> dict[str, Any]:
     share = chart.get("scale") == "share"
     title = "Score: share of applicable items answered yes (95% interval)" if share else "Score, 0-100 points (95% interval)"
     return {
-        "width": WIDTH, "height": height, "margin": {"t": 10, "l": 20, "r": 20, "b": 50},
+        "width": WIDTH, "height": height, "margin": {"t": 40, "l": 20, "r": 20, "b": 50},
         "xaxis": {"title": {"text": title}, "tickformat": ".0%" if share else "", "zeroline": False},
         "yaxis": {"title": {"text": "Chatbot"}, **_categories(chart.get("chatbots") or [])},
-        "legend": {"orientation": "h", "y": -0.2},
+        "legend": LEGEND_ABOVE,
     }
 
 
@@ -53,11 +57,11 @@ def leaderboard_layout(chart: dict[str, Any], height: int, *, pairs: bool) -> di
     else:
         title = "Score: share of applicable items answered yes (95% interval)" if share else "Score, 0-100 points (95% interval)"
     return {
-        "width": WIDTH, "height": height, "margin": {"t": 10, "l": 20, "r": 20, "b": 50},
+        "width": WIDTH, "height": height, "margin": {"t": 40, "l": 20, "r": 20, "b": 50},
         "xaxis": {"title": {"text": title}, "tickformat": ("+.0%" if pairs else ".0%") if share else "", "zeroline": pairs,
                   "zerolinewidth": 2},
         "yaxis": _categories(chart.get("labels") or []),
-        "legend": {"orientation": "h", "y": -0.25},
+        "legend": LEGEND_ABOVE,
     }
 
 
