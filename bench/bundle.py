@@ -8,8 +8,10 @@ the database (``flush``), import the bundle, recompute the figures and compare t
 
 One ``RESULT`` line per round trip: ``export_s`` (the bundle, figures included), ``import_s``
 (checks and rebuild), ``figures_s`` (recomputing every report of the rebuilt study),
-``bundle_bytes``, the conversations and ratings carried, and ``figures_equal`` (1: every figure
-equal to 4 decimals; 0 with the differences on stderr).
+``bundle_bytes``, the conversations and ratings carried, ``chart_images`` (charts drawn as PNG
+and SVG: the export draws them in a Chromium when there is one, ``reports.bundle.images``; their
+time is in ``export_s``) and ``figures_equal`` (1: every figure equal to 4 decimals; 0 with the
+differences on stderr).
 
 Run: .venv/bin/python bench/bundle.py [--study demo|report] [--repeat 1]
 """
@@ -84,9 +86,17 @@ def round_trip(kind: str) -> str:
     return result_line(
         "bundle_roundtrip", study=kind, conversations=result.n_conversations,
         ratings=Rating.objects.filter(assignment__study=result.study).count(), figures=len(before),
-        bundle_bytes=len(data), export_s=export_s, import_s=import_s, figures_s=figures_s,
+        bundle_bytes=len(data), chart_images=len(_manifest(data)["static_images"]["files"]) // 2,
+        export_s=export_s, import_s=import_s, figures_s=figures_s,
         figures_equal=int(not differences),
     )
+
+
+def _manifest(data: bytes) -> dict:
+    import json
+    import zipfile
+
+    return json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))
 
 
 def main() -> int:

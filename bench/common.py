@@ -62,6 +62,38 @@ def result_line(workload: str, **figures: Any) -> str:
     return "RESULT " + " ".join(parts)
 
 
+def figure(line: str, name: str) -> float | None:
+    """Return the number a RESULT line prints as ``name=...``, or None."""
+    for part in line.split():
+        key, _, value = part.partition("=")
+        if key == name:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+def floors(lines: str) -> dict[str, float]:
+    """Return ``{workload: wall_s}`` of the ``openai-sdk`` lines among RESULT ``lines``."""
+    found = {}
+    for line in lines.splitlines():
+        if " mode=openai-sdk " in f"{line} " and (wall := figure(line, "wall_s")):
+            found[line.split()[1].partition("=")[2]] = wall
+    return found
+
+
+def against_floor(lines: list[str], floor_walls: dict[str, float]) -> list[str]:
+    """Append ``vs_openai_sdk`` (wall / the openai SDK's wall on the same workload, same run) to each line."""
+    out = []
+    for line in lines:
+        workload = line.split()[1].partition("=")[2] if line.startswith("RESULT ") else ""
+        wall = figure(line, "wall_s")
+        floor = floor_walls.get(workload)
+        out.append(f"{line} vs_openai_sdk={wall / floor:.2f}" if wall is not None and floor else line)
+    return out
+
+
 def fail_every(k: int) -> str:
     """Return FakeServer setup code that answers every ``k``-th request with a 500 (0: none)."""
     if k <= 0:
@@ -183,10 +215,11 @@ def bare_loop(
     response_format: dict[str, Any] | None = None,
     prompt_words: int = 200,
 ) -> str:
-    """litellm alone on the same fake server: ``conversations`` x ``messages`` calls, both APIs.
+    """The LLM clients alone on the same fake server: ``conversations`` x ``messages`` calls each.
 
-    Returns the RESULT lines of ``bare-acompletion`` (one event loop, what the engine uses) and
-    ``bare-completion`` (one OS thread per conversation, what a thread pool does). A call that
+    Returns the RESULT lines of ``bare-acompletion`` (litellm on one event loop), ``openai-sdk``
+    (the openai SDK on one event loop: the floor, what ``simulation.llm.direct`` sends through) and
+    ``bare-completion`` (litellm, one OS thread per conversation, what a thread pool does). A call that
     fails (a dropped connection under load, an HTTP error) is counted in ``errors`` and the
     conversation goes on: one failure never ends the benchmark without its RESULT lines.
     """
@@ -237,7 +270,40 @@ def bare_loop(
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
         lines.append(line("bare-acompletion", wall, cpu))
 
+    async def sdk_loop() -> None:
+        # The floor: the openai SDK on httpx's own client, what simulation.llm.direct sends through.
+        import httpx
+        import openai
+
+        transport = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None, max_keepalive_connections=100))
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0, timeout=60, http_client=transport)
+        sdk_kwargs: dict[str, Any] = dict(model="bare", messages=body)
+        if response_format is not None:
+            sdk_kwargs["response_format"] = response_format
+        gate = asyncio.Semaphore(concurrency)
+
+        async def call() -> None:
+            try:
+                await client.chat.completions.create(**sdk_kwargs)
+            except Exception as exc:  # counted, never the end of the benchmark
+                failed("openai-sdk", exc)
+
+        async def one() -> None:
+            async with gate:
+                for _ in range(messages):
+                    await call()
+
+        await call()  # warm-up: client and connection
+        errors.pop("openai-sdk", None)
+        kinds.pop("openai-sdk", None)
+        cpu0, t0 = cpu_seconds(), time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(conversations)))
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+        lines.append(line("openai-sdk", wall, cpu))
+        await transport.aclose()
+
     asyncio.run(async_loop())
+    asyncio.run(sdk_loop())
 
     def call_blocking() -> None:
         try:

@@ -39,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 from bench.common import (  # noqa: E402
     FakeServer,
     Workers,
+    against_floor,
     bare_loop,
     cpu_seconds,
+    floors,
     result_line,
     rss_mb,
     spread,
@@ -252,6 +254,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    floor_walls: dict[str, float] = {}
     try:
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             if mode == "bare":
@@ -259,10 +262,12 @@ def main() -> None:
                     "type": "object", "properties": {"items": {"type": "object", "properties": {f"amhart_{i:02d}": {"type": "object"} for i in range(1, 15)}}}}}}
                 workload = f"judge-checklist-3x{args.conversations}-c{args.concurrency}"
                 try:
-                    print(bare_loop(
+                    bare = bare_loop(
                         fake.base_url, conversations=3 * args.conversations, messages=1, concurrency=args.concurrency,
                         latency=args.latency, workload=workload, response_format=schema, prompt_words=1500,
-                    ), flush=True)
+                    )
+                    floor_walls.update(floors(bare))
+                    print(bare, flush=True)
                 except Exception as exc:  # a mode that cannot finish still says so, and the others run
                     print(result_line(workload, mode="bare", error=type(exc).__name__), flush=True)
                     print(f"bare: {exc}", file=sys.stderr)
@@ -288,7 +293,7 @@ def main() -> None:
                 command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-            print("\n".join(lines) if lines else result_line("judge", mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
+            print("\n".join(against_floor(lines, floor_walls)) if lines else result_line("judge", mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
             if done.returncode != 0 or not lines:
                 print(done.stderr[-3000:], file=sys.stderr)
     finally:

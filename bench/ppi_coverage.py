@@ -7,7 +7,10 @@ PPI as Angelopoulos et al. (2023) define it with the report's small-sample t int
 with ppi_py's normal one ("ppi_z"), power-tuned PPI++ with ppi_py's same-sample lambda ("ppi++",
 for comparison) and with the cross-fitted lambda the report draws ("ppi++_cf"),
 the two-phase difference estimator ("two_phase", judge term over every judged conversation),
-the human-only and the judge-only estimates, and for unequal-probability plans PPI that
+the human-only estimate with the report's interval ("human_only": Wilson's score interval for a
+yes/no proportion, with an effective sample size under a plan; the t interval otherwise), with
+the small-sample t interval it had before ("human_only_t", for comparison) and with ppi_py's
+normal one ("human_only_z"), the judge-only estimate, and for unequal-probability plans PPI that
 ignores the inclusion probabilities ("ppi_unweighted"). Under a plan, rated conversations
 weigh 1/π and unrated ones 1/(1 - π). For each method it prints the share of 95% intervals that contain the true
 score (coverage), the mean interval width and the mean error of the estimate (bias), one
@@ -37,6 +40,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +48,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stats.drift import paired_bootstrap_difference  # noqa: E402
-from stats.ppi import PPIEstimate, ppi_item_rate, ppi_mean, ppi_vera_mh_score  # noqa: E402
+from stats.ppi import PPIEstimate, ScoreEstimate, ppi_item_rate, ppi_mean, ppi_vera_mh_score  # noqa: E402
+from stats.ppi.inputs import kish_size, t_value  # noqa: E402
 from stats.sampling import (  # noqa: E402
     expected_ppi_width,
     plan_oversample,
@@ -53,9 +58,10 @@ from stats.sampling import (  # noqa: E402
 )
 
 NOMINAL = 0.95
-# The intervals the judge-assisted report draws: Student t (n - 1) with ddof 1, and its PPI++ is the
-# cross-fitted one. Printed for comparison: "ppi_z", "human_only_z" and "ppi++" (ppi_py's own normal
-# intervals, ddof 0, and its same-sample tuning), "judge_only" and "ppi_unweighted".
+# The intervals the judge-assisted report draws: Student t (n - 1) with ddof 1 (Wilson's score interval for a
+# humans-only yes/no proportion), and its PPI++ is the cross-fitted one. Printed for comparison: "ppi_z",
+# "human_only_z" and "ppi++" (ppi_py's own normal intervals, ddof 0, and its same-sample tuning), "human_only_t"
+# (the humans-only t interval the report drew before Wilson's), "judge_only" and "ppi_unweighted".
 APP_METHODS = ("ppi", "ppi++_cf", "two_phase", "human_only")
 BELOW: list[str] = []
 
@@ -169,6 +175,18 @@ def vera_studies(rng: np.random.Generator, k: int, n: int, n_total: int) -> Iter
         yield human[rated].tolist(), judge[rated].tolist(), judge[~rated].tolist(), None, None
 
 
+def t_interval(est: ScoreEstimate, n: int, pi: np.ndarray | None) -> ScoreEstimate:
+    """Return the estimate with the small-sample t interval: estimate ± t_{n_e - 1} SE (n_e Kish's under a plan).
+
+    The humans-only interval the report drew before Wilson's (the standard error is the same).
+    """
+    if est.estimate is None or est.std_error is None:
+        return est
+    n_e = float(n) if pi is None else kish_size(1 / np.asarray(pi, dtype=float))
+    half = t_value(est.confidence, n_e) * est.std_error
+    return replace(est, low=est.estimate - half, high=est.estimate + half, interval="t", interval_n=n_e)
+
+
 def run_setting(
     name: str,
     studies: Iterator[Study],
@@ -204,6 +222,7 @@ def run_setting(
         add("ppi++_cf", estimator(y, f_lab, f_unl, tuned=True, tuning="cross-fit", **kw).ppi)
         add("two_phase", estimator(y, f_lab, f_unl, inclusion_prob=pi, judge_term="all", small_sample=True).ppi)
         add("human_only", classical.human_only)
+        add("human_only_t", t_interval(classical.human_only, len(y), pi))
         add("human_only_z", reference.human_only)
         add("judge_only", classical.judge_only)
         if pi is not None:
@@ -251,6 +270,26 @@ def drift_coverage(rng: np.random.Generator, k: int, n: int = 200, resamples: in
     )
 
 
+# One setting: (name, its studies, the true score, the estimator, n rated, N judged).
+Setting = tuple[str, Iterator[Study], float, Estimator, int, int]
+
+
+def settings(rng: np.random.Generator, k: int) -> Iterator[Setting]:
+    """Yield the settings in the bench's order; each draws its studies from ``rng`` as it is consumed.
+
+    Consume each setting's studies before asking for the next one (as :func:`main` does): then a
+    run that only wants one setting reproduces the bench's own draws by exhausting the others.
+    """
+    for n in (30, 100, 400):
+        yield "biased_judge", binary_studies(rng, k, n, 2000, 0.05, 0.25), 0.6, ppi_mean, n, 2000
+    yield "unbiased_judge", binary_studies(rng, k, 100, 2000, 0.10, 0.15), 0.6, ppi_mean, 100, 2000
+    yield "amhart_score", amhart_studies(rng, k, 100, 2000), 0.6, ppi_mean, 100, 2000
+    yield "oversampled", oversampled_studies(rng, k, 100, 2000), 0.6, ppi_mean, 100, 2000
+    yield "stratified_equal", stratified_studies(rng, k, 96), STRATA_TRUTH, ppi_mean, 96, sum(STRATA_SIZES)
+    yield "item_rate_na", item_rate_studies(rng, k, 120, 1500), 0.6, ppi_item_rate, 120, 1500
+    yield "vera_mh_dimension", vera_studies(rng, k, 150, 1500), VERA_TRUTH, ppi_vera_mh_score, 150, 1500
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--studies", type=int, default=1000)
@@ -258,80 +297,20 @@ def main() -> None:
     args = parser.parse_args()
     k, rng = args.studies, np.random.default_rng(args.seed)
     started = time.perf_counter()
-    for n in (30, 100, 400):
-        widths = run_setting(
-            "biased_judge",
-            binary_studies(rng, k, n, 2000, 0.05, 0.25),
-            0.6,
-            ppi_mean,
-            n=n,
-            n_total=2000,
-            n_studies=k,
-        )
+    for name, studies, truth, estimator, n, n_total in settings(rng, k):
+        widths = run_setting(name, studies, truth, estimator, n=n, n_total=n_total, n_studies=k)
+        if name != "biased_judge":
+            continue
         # Planning: var(Y) = 0.24; residual var = P(disagree) - bias² = 0.13 - 0.07².
         residual = residual_variance_from_agreement(0.4 * 0.25 + 0.6 * 0.05, bias=-0.07)
-        planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=2000)
+        planned = expected_ppi_width(var_y=0.24, var_residual=residual, n=n, population=n_total)
         print(
-            f"RESULT workload=ppi_planning setting=biased_judge n={n} N=2000 "
+            f"RESULT workload=ppi_planning setting=biased_judge n={n} N={n_total} "
             f"expected_width={planned.ppi_width:.4f} mean_width={widths['width']['ppi']:.4f} "
             f"expected_human_only_width={planned.human_only_width:.4f} "
             f"mean_human_only_width={widths['width']['human_only']:.4f}",
             flush=True,
         )
-    run_setting(
-        "unbiased_judge",
-        binary_studies(rng, k, 100, 2000, 0.10, 0.15),
-        0.6,
-        ppi_mean,
-        n=100,
-        n_total=2000,
-        n_studies=k,
-    )
-    run_setting(
-        "amhart_score",
-        amhart_studies(rng, k, 100, 2000),
-        0.6,
-        ppi_mean,
-        n=100,
-        n_total=2000,
-        n_studies=k,
-    )
-    run_setting(
-        "oversampled",
-        oversampled_studies(rng, k, 100, 2000),
-        0.6,
-        ppi_mean,
-        n=100,
-        n_total=2000,
-        n_studies=k,
-    )
-    run_setting(
-        "stratified_equal",
-        stratified_studies(rng, k, 96),
-        STRATA_TRUTH,
-        ppi_mean,
-        n=96,
-        n_total=sum(STRATA_SIZES),
-        n_studies=k,
-    )
-    run_setting(
-        "item_rate_na",
-        item_rate_studies(rng, k, 120, 1500),
-        0.6,
-        ppi_item_rate,
-        n=120,
-        n_total=1500,
-        n_studies=k,
-    )
-    run_setting(
-        "vera_mh_dimension",
-        vera_studies(rng, k, 150, 1500),
-        VERA_TRUTH,
-        ppi_vera_mh_score,
-        n=150,
-        n_total=1500,
-        n_studies=k,
-    )
     drift_coverage(rng, k)
     print(f"# {time.perf_counter() - started:.1f} s", flush=True)
     if BELOW:

@@ -43,8 +43,10 @@ sys.path.insert(0, str(ROOT))
 from bench.common import (  # noqa: E402
     FakeServer,
     Workers,
+    against_floor,
     bare_loop,
     cpu_seconds,
+    floors,
     result_line,
     rss_mb,
     spread,
@@ -273,16 +275,19 @@ def main() -> None:
         f"{'PostgreSQL' if args.database_url else 'SQLite'}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    floor_walls: dict[str, float] = {}
     try:
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             workload = f"simulate-{args.conversations}x{args.messages}-c{args.concurrency}"
             if mode == "bare":
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 try:
-                    print(bare_loop(
+                    bare = bare_loop(
                         fake.base_url, conversations=args.conversations, messages=args.messages,
                         concurrency=args.concurrency, latency=args.latency, workload=workload,
-                    ), flush=True)
+                    )
+                    floor_walls.update(floors(bare))
+                    print(bare, flush=True)
                 except Exception as exc:  # a mode that cannot finish still says so, and the others run
                     print(result_line(workload, mode="bare", error=type(exc).__name__), flush=True)
                     print(f"bare: {exc}", file=sys.stderr)
@@ -296,7 +301,7 @@ def main() -> None:
                 command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
             done = subprocess.run(command, env=_child_environment(args, mode), capture_output=True, text=True)
             lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
-            print("\n".join(lines) if lines else result_line(workload, mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
+            print("\n".join(against_floor(lines, floor_walls)) if lines else result_line(workload, mode=mode, error=f"exit-{done.returncode}-see-below"), flush=True)
             if done.returncode != 0 or not lines:
                 print(done.stderr[-3000:], file=sys.stderr)
             elif any("not done" in line for line in done.stderr.splitlines()):

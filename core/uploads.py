@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,6 +122,15 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int) -
 
 
 def _read_zip(name: str, stream: IO[bytes]) -> list[tuple[str, str]]:
+    return [(member, data) for member, data in read_zip_files(name, stream) if isinstance(data, str)]
+
+
+def read_zip_files(name: str, stream: IO[bytes], *, binary: Callable[[str], bool] = lambda member: False) -> list[tuple[str, str | bytes]]:
+    """Read a zip archive within the limits: each member as text, or as bytes where ``binary(member name)`` says so.
+
+    A binary member (a chart image of a publication bundle) is bounded like any other but never
+    decoded nor counted in lines; every other member must be UTF-8 text.
+    """
     try:
         archive = zipfile.ZipFile(stream)
     except zipfile.BadZipFile as exc:
@@ -144,13 +154,13 @@ def _read_zip(name: str, stream: IO[bytes]) -> list[tuple[str, str]]:
         problems.append(Problem(f"the archive unpacks to {human_bytes(declared)}, more than the limit of {human_bytes(total)}", name))
     if problems:
         raise ImportRejected(problems)
-    files: list[tuple[str, str]] = []
+    files: list[tuple[str, str | bytes]] = []
     budget = total
     for info in members:
         try:
             data = _read_member(archive, info, budget)
             budget -= len(data)
-            files.append((info.filename, _decode(data, info.filename)))
+            files.append((info.filename, data if binary(info.filename) else _decode(data, info.filename)))
         except ImportRejected as exc:
             problems.extend(exc.problems)
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:

@@ -33,8 +33,9 @@ from simulation.run_state import holder_gone, new_owner, owner_finished, owner_s
 # methods paragraph (``methods``, reports.methods). 5: the leaderboard's headline is humans only
 # when no judge-assisted estimate can be made. 6: the judges report's constant-judge baseline
 # (``baseline`` per group, ``constant_judge_passes`` per verdict). 7: reliability says how many gold
-# ratings it left out.
-PAYLOAD_FORMAT = 7
+# ratings it left out. 8: the humans-only interval of a yes/no proportion is Wilson's score interval
+# (``interval``, ``interval_name`` and ``interval_n`` on every judge-assisted estimate).
+PAYLOAD_FORMAT = 8
 # A claim older than this is taken over (its worker died before acks_late redelivered it).
 STALE_AFTER = timedelta(minutes=15)
 # A failed computation is shown with its error; asked for again after this, it is retried.

@@ -352,6 +352,11 @@ LOGGING = {
         # litellm can log request headers at debug level; keep it quiet so keys never reach logs.
         "LiteLLM": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # The chart images' renderer logs each step of every image (about 170 lines a bundle); what
+        # failed reaches the bundle's manifest and README in words.
+        "kaleido": {"level": "WARNING"},
+        "choreographer": {"level": "WARNING"},
+        "logistro": {"level": "WARNING"},
     },
 }
 
@@ -403,6 +408,13 @@ EVALSITE_STALE_ASSIGNMENT_HOURS = int(os.environ.get("EVALSITE_STALE_ASSIGNMENT_
 # Launch checks: before a simulation batch or judge run starts, each model gets one small call.
 EVALSITE_PREFLIGHT = os.environ.get("EVALSITE_PREFLIGHT", "1").lower() not in ("0", "false", "no", "off")
 EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", "30"))
+
+# Publication bundle: each chart as PNG and SVG, drawn by plotly's image export (kaleido) in a
+# headless Chromium with the app's own plotly.js (reports.bundle.images). Off, or with no Chromium,
+# the bundle says why it has no images. The browser: this path, or the first Chromium/Chrome on PATH.
+EVALSITE_BUNDLE_IMAGES = env_bool("EVALSITE_BUNDLE_IMAGES", True)
+EVALSITE_CHART_BROWSER = os.environ.get("EVALSITE_CHART_BROWSER", "").strip()
+EVALSITE_CHART_IMAGE_TIMEOUT = float(os.environ.get("EVALSITE_CHART_IMAGE_TIMEOUT", "20"))
 
 # Precision planning on the reliability report: the confidence-interval width it aims at; beside
 # each interval the page estimates how many more doubly-rated conversations would reach it.

@@ -26,3 +26,6 @@ EVALSITE_PREFLIGHT = False
 # The tests' local model servers (tests/support/fake_llm.py) listen on random loopback ports:
 # allowed here only. tests/security proves this machine's ports are refused without it.
 EVALSITE_API_HOSTS_EXTRA = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+# A bundle's chart images start a Chromium (seconds): the bundle tests that are about them turn
+# them on (tests/reports/test_bundle_images.py); the others export bundles without, which say so.
+EVALSITE_BUNDLE_IMAGES = False

@@ -5,8 +5,9 @@ labels, reliability, scorecards, README.txt with the `python -m stats` commands,
 extended with the transcripts (evalsite JSONL and VERA-MH's published layout), the instrument,
 section and persona files, the ratings in VERA-MH's clinician-ratings layout (question-flow
 studies), each rating's queue position and timing, the study's settings and design, every
-report's figures (JSON) and charts (plotly JSON), a codebook, and a manifest with each file's
-SHA-256 and the app version. ``reports.bundle.importer`` rebuilds the study from it.
+report's figures (JSON) and charts (plotly JSON, and as PNG and SVG images where a Chromium can
+draw them: ``reports.bundle.images``), a codebook, and a manifest with each file's SHA-256 and the
+app version. ``reports.bundle.importer`` rebuilds the study from it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from corpus.personas.selectors import persona_set_spec_document
 from reports import selectors
 from reports.bundle import design, layout
 from reports.bundle.figures import figure_charts, study_figures
+from reports.bundle.images import write_chart_images
 from reports.devset.selectors import split_current
 from reports.devset.summary import methods_sentence
 from reports.methods.document import document_by_place, runs_by_place
@@ -92,13 +94,14 @@ def study_bundle_zip(*, study: Study) -> bytes:
             files[name] = _runs_by_place(files[name], places)
     written: set[str] = set()
 
-    def put(name: str, text: str) -> None:
+    def put(name: str, content: str | bytes) -> str:
         # Every name portable (issue 31, defect 7: figure names held ':', which Windows cannot extract).
         name = layout.portable_path(name)
         if name in written:
             raise ValueError(f"two files of the bundle would be named {name!r}")
         written.add(name)
-        files[name] = text.encode("utf-8")
+        files[name] = content.encode("utf-8") if isinstance(content, str) else content
+        return name
 
     if split_current(study) is not None:
         # The judge development split's paragraph joins the study zip's METHODS.md in the bundle.
@@ -121,10 +124,14 @@ def study_bundle_zip(*, study: Study) -> bytes:
     put(layout.STUDY, _json(_study_document(study, conversations)))
     for name, payload in figures.items():
         put(f"{layout.FIGURES_DIR}{name}.json", _json(payload))
-    for name, chart in figure_charts(figures).items():
+    charts = figure_charts(figures)
+    for name, chart in charts.items():
         put(f"{layout.PLOTLY_DIR}{name}.json", _json(chart))
+    static_images = write_chart_images(charts, put)
+    if "README.txt" in files:
+        files["README.txt"] += ("\n" + static_images["summary"] + "\n").encode("utf-8")
     put(layout.CODEBOOK, codebook(study))
-    manifest = _manifest(study, files)
+    manifest = _manifest(study, files, static_images)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(layout.MANIFEST, _json(manifest))
@@ -350,7 +357,7 @@ def _vera_ratings(study: Study, conversations: dict[int, Conversation]) -> str |
     return csv_text(["clinician_id", "conversation_id", *SECTION_COLUMNS, *DIMENSION_COLUMNS, *DESIGN_COLUMNS], rows)
 
 
-def _manifest(study: Study, files: dict[str, bytes]) -> dict[str, Any]:
+def _manifest(study: Study, files: dict[str, bytes], static_images: dict[str, Any]) -> dict[str, Any]:
     reliability = study_reliability(study=study)
     commands = [{"file": name, "command": command} for name, _, command in reliability_inputs(study, reliability)]
     versions = software_versions()
@@ -362,8 +369,7 @@ def _manifest(study: Study, files: dict[str, bytes]) -> dict[str, Any]:
         "created_at": timezone.now().isoformat(),
         "study": study.name,
         "reliability": commands,
-        "static_images": ("not included: plotly's static image export (kaleido) is not available offline; "
-                          "figures/ holds each figure's data and figures/plotly/ its chart as plotly JSON"),
+        "static_images": static_images,
         "files": [{"path": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for name, data in sorted(files.items())],
     }
 

@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+import reports.bundle.chart_layouts as chart_layouts
 from annotation.models import Study
 from judging.errors import JudgingError
 from reports import selectors, services
@@ -73,26 +74,29 @@ def study_figures(study: Study) -> dict[str, dict[str, Any]]:
 
 
 def figure_charts(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Return the plotly figures (traces and axes as the pages draw them) that can be built from the payloads."""
-    from reports.judge_assisted.views import plot_data
+    """Return the plotly charts that can be built from the payloads: the pages' traces and, under ``layout``, their layout."""
+    from reports.judge_assisted.views import chart_height, plot_data
     from reports.leaderboard.views import board
 
     charts: dict[str, Any] = {}
     card = scorecard_chart(figures.get("scorecard") or {})
     if card:
-        charts["scorecard"] = json.loads(card)
+        chart = json.loads(card)
+        charts["scorecard"] = {**chart, "layout": chart_layouts.scorecard_layout(chart)}
     assisted = figures.get("judge_assisted") or {}
     for score in dict.fromkeys(row["score"] for row in assisted.get("rows", [])):
         plot = plot_data(assisted, score)
         if plot:
-            charts[f"judge_assisted_{score}"] = plot
+            charts[f"judge_assisted_{score}"] = {**plot, "layout": chart_layouts.judge_assisted_layout(plot, chart_height(len(plot["chatbots"])))}
     leaderboard = figures.get("leaderboard") or {}
     if leaderboard.get("tables") and leaderboard.get("headline"):
         for stratum in dict.fromkeys(t["stratum"] for t in leaderboard["tables"]):
             shown = board(leaderboard, stratum, leaderboard["headline"])
-            for name in ("scores_plot", "pairs_plot"):
+            for name, height in (("scores_plot", "scores_height"), ("pairs_plot", "pairs_height")):
                 if shown.get(name):
-                    charts[f"leaderboard_{stratum}_{name}"] = json.loads(shown[name])
+                    plot = json.loads(shown[name])
+                    layout = chart_layouts.leaderboard_layout(plot, shown[height], pairs=name == "pairs_plot")
+                    charts[f"leaderboard_{stratum}_{name}"] = {**plot, "layout": layout}
     return charts
 
 

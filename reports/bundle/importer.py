@@ -1,7 +1,8 @@
 """Rebuild a study from its publication bundle, all or nothing, every problem named by file, line and column.
 
 The manifest is read first: its format, then every file's SHA-256 and size (a changed, missing
-or unlisted file is refused before anything is read). Then the tables' headers and rows are
+or unlisted file is refused before anything is read; the chart images, outputs made from
+figures/plotly/, are checked that way and never read back). Then the tables' headers and rows are
 checked, and the study is rebuilt through the importers the app already has, inside one
 transaction: the instrument and section, the persona sets, the conversations (keeping their
 codes), the study with its settings and design, the ratings (external raters named as in the
@@ -43,7 +44,7 @@ from annotation.studies.restore import (
 )
 from core.bounded import TooComplex, json_loads
 from core.problems import ImportRejected, Problem
-from core.uploads import read_upload
+from core.uploads import read_zip_files
 from corpus.conversations.services import conversations_import
 from corpus.instruments.services import instrument_create_from_spec
 from corpus.instruments.spec import parse_instrument_spec
@@ -92,8 +93,10 @@ class _Bundle:
 
     def __init__(self, data: bytes, file: str):
         self.file = file
-        files = read_upload(file if file.lower().endswith(".zip") else f"{file}.zip", io.BytesIO(data))
-        self.texts = {name: text for name, text in files}
+        # The chart images are outputs (made from figures/plotly/): kept as bytes for their checksums, never read back.
+        files = read_zip_files(file if file.lower().endswith(".zip") else f"{file}.zip", io.BytesIO(data), binary=layout.is_image)
+        self.texts = {name: content for name, content in files if isinstance(content, str)}
+        self.images = {name: content for name, content in files if isinstance(content, bytes)}
         if layout.MANIFEST not in self.texts:
             raise ImportRejected([Problem(f"no {layout.MANIFEST}: not a publication bundle", file)])
         self.manifest = self.json(layout.MANIFEST)
@@ -109,14 +112,15 @@ class _Bundle:
         for entry in self.manifest.get("files") or []:
             listed[entry.get("path")] = entry
             text = self.texts.get(entry.get("path"))
-            if text is None:
+            content = text.encode("utf-8") if text is not None else self.images.get(entry.get("path"))
+            if content is None:
                 problems.append(Problem("listed in the manifest but missing from the bundle", entry.get("path") or "?"))
                 continue
-            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            digest = hashlib.sha256(content).hexdigest()
             if digest != entry.get("sha256"):
                 problems.append(Problem(f"SHA-256 {digest[:12]}… differs from the manifest's {str(entry.get('sha256'))[:12]}…: "
                                         "the file was changed after the bundle was made", entry["path"]))
-        for name in sorted(set(self.texts) - set(listed) - {layout.MANIFEST}):
+        for name in sorted((set(self.texts) | set(self.images)) - set(listed) - {layout.MANIFEST}):
             problems.append(Problem("not listed in the manifest (no checksum): added after the bundle was made?", name))
         if problems:
             raise ImportRejected(problems)

@@ -24,6 +24,8 @@ JUDGE_LABELS = "judge_labels_long.csv"
 EVIDENCE_TURNS = "evidence_turns"  # ratings_long.csv's column added after format 1: optional on import
 FIGURES_DIR = "figures/"
 PLOTLY_DIR = "figures/plotly/"
+PNG_DIR = "figures/png/"
+SVG_DIR = "figures/svg/"
 
 # file -> [(column, meaning)]: the columns the import requires, in the order the export writes them.
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -105,7 +107,12 @@ FILES: dict[str, str] = {
     "scores_*.csv": "the scorecard tables from the human consensus",
     "judge_dimensions.csv / ensemble.csv": "question-flow walks of each judge; the judges' majority vote per conversation and item",
     FIGURES_DIR: "every report's figures as JSON (the payload the page and the API show), e.g. reliability.json, judges_run1.json",
-    PLOTLY_DIR: "the report charts as plotly JSON ({traces, axes, ...}): draw with Plotly.newPlot(div, traces, layout). No static images: plotly's image export (kaleido) is not available offline, so the bundle ships the data and the chart specifications instead",
+    PLOTLY_DIR: "the report charts as plotly JSON: draw one with Plotly.newPlot(div, chart.traces, chart.layout) (a null in an "
+                "error bar's array: no interval, drawn without a whisker; give plotly NaN there)",
+    PNG_DIR: "each chart of figures/plotly/ as a PNG image (NAME.png for NAME.json), made by plotly.js itself (kaleido driving a "
+             "headless Chromium, the app's own copy of plotly.js, no network); manifest.json's static_images says how they were made, "
+             "or why there are none (e.g. no Chromium on the machine that made the bundle)",
+    SVG_DIR: "the same charts as SVG images (vector: for print), made the same way",
 }
 
 
@@ -129,6 +136,11 @@ def portable_part(part: str) -> str:
 def portable_path(name: str) -> str:
     """Return a ``/``-separated bundle path with each component made portable (:func:`portable_part`)."""
     return "/".join(portable_part(part) for part in name.split("/"))
+
+
+def is_image(name: str) -> bool:
+    """Return whether ``name`` is one of the bundle's chart images (outputs: never read back by the import)."""
+    return (name.startswith(PNG_DIR) and name.endswith(".png")) or (name.startswith(SVG_DIR) and name.endswith(".svg"))
 
 
 def is_portable(name: str) -> bool:

@@ -57,6 +57,9 @@ NO_RATINGS = (
 
 
 KIND = "judge_assisted"
+INTERVAL = ("Student t (n - 1 df), ddof 1; delta method for a function of means (item yes-rates, VERA-MH scores); "
+            "humans only on a yes/no proportion: Wilson score interval (Korn & Graubard's effective sample size under "
+            "a sampling plan)")
 
 
 def judge_assisted_scorecard(*, study: Study, run: JudgeRun, source_key: str | None = None) -> dict[str, Any]:
@@ -195,7 +198,8 @@ def _estimator(score: str, flow: bool) -> tuple[Estimator, Callable[[dict[str, s
 def _cannot(method: str, why: str) -> dict[str, Any]:
     return {"method": METHOD_KEYS[method], "estimator": ESTIMATORS[METHOD_KEYS[method]]["name"], "estimate": None,
             "std_error": None, "low": None, "high": None, "width": None, "confidence": CONFIDENCE, "ddof": 0,
-            "note": None, "cannot_estimate": f"cannot be estimated: {why}"}
+            "interval": None, "interval_name": None, "interval_n": None, "note": None,
+            "cannot_estimate": f"cannot be estimated: {why}"}
 
 
 def score_row(
@@ -299,7 +303,7 @@ def _compute(study: Study, run: JudgeRun, source: LabelSource) -> dict[str, Any]
         "judge_term": "PPI and PPI++: the unrated conversations (Angelopoulos et al. 2023); two-phase: every judged one",
         "method_labels": METHOD_LABELS,  # "methods" is the methods paragraph (reports.methods)
         "methods_used": methods_used(),
-        "interval": "Student t (n - 1 df), ddof 1; delta method for a function of means (item yes-rates, VERA-MH scores)",
+        "interval": INTERVAL,
         "notes": [],
     }
     if run.instrument_id != study.instrument_id:
@@ -368,12 +372,20 @@ def csv_rows(payload: dict[str, Any]) -> list[list[Any]]:
             warning = row.get("warning") if method == "judge_only" else None
             out.append([
                 row["chatbot"], row["score"], method, est.get("estimator"), est["estimate"], est["std_error"], est["low"],
-                est["high"], est["width"], est["confidence"], row.get("interval"), lam, est.get("ddof"),
+                est["high"], est["width"], est["confidence"], _interval_text(est, row), lam, est.get("ddof"),
                 row["n_labeled"], row["n_unlabeled"], row["n_total"], row.get("weighted"), row.get("weights"),
                 row.get("correction") if method == "ppi" else None, effective, est.get("cannot_estimate"), warning,
                 "; ".join(x for x in [est.get("note"), *row.get("notes", [])] if x),
             ])
     return out
+
+
+def _interval_text(est: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """Return how one estimate's interval was drawn: a Wilson interval by its name, others as the row says."""
+    if str(est.get("interval") or "").startswith("wilson"):
+        n = est.get("interval_n")
+        return f"{est.get('interval_name')}" + (f" (n = {n:.1f})" if n is not None else "")
+    return row.get("interval")
 
 
 jobs.register(KIND, version=_version, compute=_compute_report)

@@ -77,6 +77,11 @@ def plot_data(data: dict[str, Any], score: str) -> dict[str, Any] | None:
     return {"traces": traces, "chatbots": chatbots, "scale": scale, "not_drawn": lines}
 
 
+def chart_height(n_chatbots: int) -> int:
+    """Return the plot's height in pixels: room for each chatbot's four estimates (the page's and the bundle's image)."""
+    return 120 + 90 * n_chatbots
+
+
 def cannot_lines(row: dict[str, Any], labels: dict[str, str]) -> list[str]:
     """Return, once per reason, which of a row's estimates cannot be estimated and why (the cells say it short)."""
     if row.get("warning") and not row.get("n_labeled"):
@@ -116,7 +121,7 @@ def judge_assisted(request: HttpRequest, pk: int) -> HttpResponse:
         "rows": rows,
         "plot": json.dumps(plot) if plot else None,
         "plot_missing": (plot or {}).get("not_drawn", []),
-        "chart_height": 120 + 90 * len(rows),
+        "chart_height": chart_height(len(rows)),
     }
     return render(request, "reports/judge_assisted.html", context, status=400 if error else 200)
 

@@ -197,6 +197,9 @@ def _method_info(ctx: Context) -> dict[str, dict[str, Any]]:
                          "summary": "small-sample t interval as on the judge-assisted page"
                                     + (", delta method for the VERA-MH score" if ctx.flow else "")},
         }
+        if method == "human_only" and not ctx.flow:  # a mean of 0/1 conversation scores is a proportion
+            out[method]["interval"]["summary"] += (
+                "; Wilson's score interval (Wilson 1927) where every rated conversation's score is 0 or 1, as there")
     for method, info in out.items():
         info["comparison"] = {
             "name": PROCEDURES["paired_cluster_bootstrap"]["name"],
@@ -317,7 +320,7 @@ def _estimate(est: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _assisted_score(row: dict[str, Any], method: str, own: Any) -> dict[str, Any]:
-    out = {"chatbot": row["chatbot"], **_estimate(row.get(method)), "interval": "t",
+    out = {"chatbot": row["chatbot"], **_estimate(row.get(method)), "interval": (row.get(method) or {}).get("interval") or "t",
            "n_conversations": own.n_conversations, "n_rated": row["n_labeled"], "n_clusters": own.n_clusters,
            "lam": row.get("lam_tuned") if method == "ppi_tuned" else None}
     if row.get("error"):
@@ -333,7 +336,7 @@ def _humans_alone_score(bot: str, records: list[Record], ctx: Context, own: Any)
         est = estimator(entries, entries, [], confidence=CONFIDENCE, small_sample=True).human_only.as_dict()
     except StatsInputError as exc:
         est = {"cannot_estimate": f"cannot be estimated: {exc}"}
-    return {"chatbot": bot, **_estimate(est), "interval": "t", "n_conversations": own.n_conversations,
+    return {"chatbot": bot, **_estimate(est), "interval": est.get("interval") or "t", "n_conversations": own.n_conversations,
             "n_rated": own.n_rated, "n_clusters": own.n_clusters, "lam": None}
 
 

@@ -42,6 +42,24 @@ def _lambda_range(rows: list[dict[str, Any]]) -> str:
     return f"; here λ = {low:.2f}" if round(low, 2) == round(high, 2) else f"; here λ from {low:.2f} to {high:.2f}"
 
 
+def _wilson(rows: list[dict[str, Any]]) -> tuple[str, tuple[str, ...]]:
+    """Return the sentence on the humans-only Wilson intervals (empty when none was drawn) and what it cites."""
+    kinds = [str((r.get("human_only") or {}).get("interval") or "") for r in rows]
+    drawn = sum(k.startswith("wilson") for k in kinds)
+    if not drawn:
+        return "", ()
+    text = (f"The humans-only interval of a yes/no proportion ({count(drawn, 'estimate')} here: an item's yes-rate, or a score "
+            f"that is 0 or 1 per conversation) is instead the Wilson score interval ({cite('wilson1927', 'brown2001')}), "
+            "which is not centred on the estimate: a symmetric t interval on tens of yes/no answers covers less than stated "
+            "(bench/ppi_coverage.py)")
+    refs: tuple[str, ...] = ("wilson1927", "brown2001")
+    if "wilson_effective_n" in kinds:
+        text += (f"; under the sampling plan its n is the effective sample size p̂(1 − p̂)/v̂, v̂ the Hájek proportion's "
+                 f"variance, capped at the answers given ({cite('korn1998', 'franco2019')})")
+        refs += ("korn1998", "franco2019")
+    return text + ".", refs
+
+
 @writes("judge_assisted")
 def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
     """Write the estimators (as the literature names them), their λ, ddof and interval, weights and sample."""
@@ -92,8 +110,11 @@ def judge_assisted(payload: dict[str, Any], params: dict[str, Any]) -> Methods:
         + (f"; a score computed from several label shares gets its interval by the delta method ({cite('oehlert1992')})"
            if delta else "") + "."
     )
+    wilson, wilson_refs = _wilson(rows)
+    if wilson:
+        sentences.append(wilson)
     refs: tuple[str, ...] = ("angelopoulos2023", "angelopoulos2023ppipp", "chernozhukov2018", "zrnic2024cross",
-                             "sarndal1992", "breidt2017")
+                             "sarndal1992", "breidt2017", *wilson_refs)
     if small:
         refs += ("hesterberg2015",)
     if delta:

@@ -60,6 +60,19 @@ _ALL = [
               "Hesterberg, T. C. (2015). What teachers should know about the bootstrap: Resampling in the "
               "undergraduate statistics curriculum. The American Statistician, 69(4), 371–386.",
               doi="10.1080/00031305.2015.1089789"),
+    Reference("wilson1927", "Wilson, 1927",
+              "Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference. Journal of "
+              "the American Statistical Association, 22(158), 209–212.", doi="10.1080/01621459.1927.10502953"),
+    Reference("brown2001", "Brown, Cai & DasGupta, 2001",
+              "Brown, L. D., Cai, T. T., & DasGupta, A. (2001). Interval estimation for a binomial proportion. "
+              "Statistical Science, 16(2), 101–133.", doi="10.1214/ss/1009213286"),
+    Reference("korn1998", "Korn & Graubard, 1998",
+              "Korn, E. L., & Graubard, B. I. (1998). Confidence intervals for proportions with small expected number "
+              "of positive counts estimated from survey data. Survey Methodology, 24(2), 193–201."),
+    Reference("franco2019", "Franco, Little, Louis & Slud, 2019",
+              "Franco, C., Little, R. J. A., Louis, T. A., & Slud, E. V. (2019). Comparative study of confidence "
+              "intervals for proportions in complex sample surveys. Journal of Survey Statistics and Methodology, "
+              "7(3), 334–364."),
     Reference("welch1947", "Welch, 1947",
               "Welch, B. L. (1947). The generalization of \"Student's\" problem when several different population "
               "variances are involved. Biometrika, 34(1–2), 28–35."),

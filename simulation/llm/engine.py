@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
+import simulation.llm.direct as direct
 from core.transient import backoff_delays, drop_broken_connections, is_transient
 
 logger = logging.getLogger("simulation.engine")
@@ -237,6 +238,7 @@ class Engine:
             task.cancel()
         if pending:
             self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.run_until_complete(direct.aclose_clients())  # their aiohttp sessions belong to this loop
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
 

@@ -9,7 +9,7 @@ conversation) keeps its own name. Estimators, variances and references: :mod:`.e
 """
 
 from .engine import SMALL_N
-from .results import ESTIMATORS, JUDGE_TERMS, JudgeTerm, PPIEstimate, ScoreEstimate
+from .results import ESTIMATORS, INTERVALS, JUDGE_TERMS, JudgeTerm, PPIEstimate, ScoreEstimate
 from .scores import (
     ppi_amhart_score,
     ppi_item_rate,
@@ -20,6 +20,7 @@ from .scores import (
 
 __all__ = [
     "ESTIMATORS",
+    "INTERVALS",
     "JUDGE_TERMS",
     "SMALL_N",
     "JudgeTerm",

@@ -18,7 +18,9 @@ __all__ = [
     "as_scores",
     "check_confidence",
     "check_inclusion_prob",
+    "kish_size",
     "make_sample",
+    "t_value",
     "z_value",
 ]
 
@@ -85,6 +87,11 @@ def z_value(confidence: float) -> float:
 def t_value(confidence: float, n: float) -> float:
     """Return Student's two-sided quantile t_{n-1, (1+confidence)/2} (n: the effective sample size)."""
     return float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1))
+
+
+def kish_size(weights: np.ndarray) -> float:
+    """Return Kish's effective sample size (Σ w)² / Σ w² (n with equal weights; Kish, Survey Sampling, 1965, sec. 11.7)."""
+    return float(weights.sum() ** 2 / (weights @ weights))
 
 
 @dataclass(frozen=True, eq=False)

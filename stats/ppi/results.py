@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ESTIMATORS", "JUDGE_TERMS", "TUNINGS", "JudgeTerm", "PPIEstimate", "ScoreEstimate", "Tuning"]
+__all__ = ["ESTIMATORS", "INTERVALS", "JUDGE_TERMS", "TUNINGS", "JudgeTerm", "PPIEstimate", "ScoreEstimate", "Tuning"]
 
 JudgeTerm = Literal["unlabeled", "all"]
 JUDGE_TERMS: tuple[JudgeTerm, ...] = ("unlabeled", "all")
@@ -43,14 +43,42 @@ ESTIMATORS: dict[str, dict[str, str]] = {
         "reference": "Sarndal, Swensson & Wretman (1992), ch. 9; Breidt & Opsomer (2017)",
     },
     "human_only": {
-        "name": "Humans only: classical mean with a normal (CLT) interval",
+        "name": "Humans only: classical mean of the rated conversations",
         "reference": "the lam=0 case of PPI; ppi_py's classical_mean_ci; Hajek-weighted under a "
-        "sampling plan (Hajek 1971; Sarndal, Swensson & Wretman 1992, sec. 5.7)",
+        "sampling plan (Hajek 1971; Sarndal, Swensson & Wretman 1992, sec. 5.7); the interval of a "
+        "yes/no proportion is Wilson's score interval (Wilson 1927), with Korn & Graubard's (1998) "
+        "effective sample size under a sampling plan",
     },
     "judge_only": {
         "name": "Judges only (uncorrected)",
         "reference": "the judges' mean over every judged conversation; its interval ignores the "
         "judges' errors",
+    },
+}
+
+# How an estimate's interval was drawn (``ScoreEstimate.interval``), named as the literature names it.
+INTERVALS: dict[str, dict[str, str]] = {
+    "normal": {
+        "name": "Normal (Wald) interval: estimate ± z SE",
+        "reference": "as ppi_py draws it (Angelopoulos et al., Science 382:669-674, 2023)",
+    },
+    "t": {
+        "name": "Small-sample t interval: estimate ± Student's t (n - 1 df) SE, variance with divisor n - 1",
+        "reference": "n the rated conversations, Kish's effective number under a sampling plan (Kish, "
+        "Survey Sampling, 1965, sec. 11.7); Hesterberg, Am. Stat. 69:371-386 (2015)",
+    },
+    "wilson": {
+        "name": "Wilson score interval",
+        "reference": "Wilson, Probable inference, the law of succession, and statistical inference, "
+        "JASA 22:209-212 (1927); Brown, Cai & DasGupta, Statist. Sci. 16:101-133 (2001); equals "
+        "statsmodels' proportion_confint(method='wilson')",
+    },
+    "wilson_effective_n": {
+        "name": "Wilson score interval with an effective sample size",
+        "reference": "Wilson (1927) with n replaced by Korn & Graubard's effective sample size "
+        "p(1 - p)/v (Survey Methodology 24:193-201, 1998), v the Hajek proportion's linearised "
+        "variance, capped at the rated answers; Franco, Little, Louis & Slud, J. Surv. Stat. "
+        "Methodol. 7:334-364 (2019)",
     },
 }
 
@@ -64,7 +92,10 @@ class ScoreEstimate:
     (or no estimate at all): fewer than 2 rated conversations, human scores that do not vary,
     a zero estimated variance. Then ``std_error``, ``low`` and ``high`` are None; ``estimate``
     stays when it is defined (the mean of identical scores is that score). ``ddof`` is the
-    delta degrees of freedom of the variances (0: divided by n, as ppi_py).
+    delta degrees of freedom of the variances (0: divided by n, as ppi_py). ``interval`` says how
+    the interval was drawn (a key of ``INTERVALS``: "normal", "t", "wilson" or
+    "wilson_effective_n"; None without an interval); a Wilson interval is not symmetric around
+    the estimate, and ``interval_n`` is the number of answers (effective under a plan) it used.
     """
 
     method: str
@@ -76,6 +107,8 @@ class ScoreEstimate:
     note: str | None = None
     cannot_estimate: str | None = None
     ddof: int = 0
+    interval: str | None = None
+    interval_n: float | None = None
 
     @property
     def width(self) -> float | None:
@@ -100,6 +133,9 @@ class ScoreEstimate:
             "width": self.width,
             "confidence": self.confidence,
             "ddof": self.ddof,
+            "interval": self.interval,
+            "interval_name": INTERVALS[self.interval]["name"] if self.interval else None,
+            "interval_n": self.interval_n,
             "note": self.note,
             "cannot_estimate": self.cannot_estimate,
         }

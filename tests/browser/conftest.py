@@ -8,7 +8,6 @@ they fail.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -17,11 +16,12 @@ from pathlib import Path
 import pytest
 from django.core.signals import request_finished, request_started
 
+from tests.support.chromium import CHROMIUM, chromium_or_skip
+
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls in the test body
 # are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = os.environ.get("EVALSITE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LAUNCH_ARGS = [
     "--no-sandbox",
@@ -45,11 +45,7 @@ def pytest_collection_modifyitems(items):  # type: ignore[no-untyped-def]
 # would fail with "cannot be called from a running event loop". It stops after tests/browser.
 @pytest.fixture(scope="package")
 def chromium_browser() -> Iterator[object]:
-    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-        message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
+    chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -91,6 +91,12 @@ def test_judge_assisted_scorecard_and_plan_preview_read_correctly_on_phone_and_d
         assert "[100.0%, 100.0%]" not in body.inner_text()
         screenshot(page, f"estimates-judge-assisted-{name}")
         _no_page_overflow(page)
+        # An item's yes-rate: the humans-only interval is Wilson's (not centred on the estimate), and the page says so.
+        page.goto(f"/reports/studies/{study.pk}/judge-assisted/?run={run.pk}&score=item:amhart_01")
+        page.wait_for_selector("#assisted-chart .main-svg")
+        expect(page.locator("main")).to_contain_text("Wilson score interval")
+        screenshot(page, f"estimates-judge-assisted-item-{name}")
+        _no_page_overflow(page)
 
         page.goto(f"/reports/studies/{study.pk}/scorecard/")
         expect(page.locator("#weighting")).to_contain_text("Weighted")

@@ -112,6 +112,37 @@ def test_item_rates_are_ratio_estimates_with_na_out_of_the_denominator(judged):
     assert safety["error"] or safety["human_only"]["estimate"] is None
 
 
+def test_an_items_humans_only_interval_is_wilsons_and_the_csv_and_methods_name_it(judged):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from reports.judge_assisted.services import csv_rows
+
+    study, run, conversations, rated, truth = judged
+    data = judge_assisted_scorecard(study=study, run=run)
+    wilson = [r for r in data["rows"] if r["score"].startswith("item:") and (r["human_only"] or {}).get("interval") == "wilson"]
+    assert wilson  # five yes/no answers per chatbot and item: most items vary
+    rated_ids = {c.pk for c in rated}
+    for row in wilson:
+        key = row["score"].split(":", 1)[1]
+        # A rated conversation the ensemble left without a label (a tie) leaves the sample, as in stats.ppi.
+        answers = [truth[c.pk][key] for c in conversations
+                   if c.pk in rated_ids and chatbot_of(c) == row["chatbot"] and _ensemble(run, c.pk).get(key)]
+        yes, applicable = answers.count("yes"), answers.count("yes") + answers.count("no")
+        est = row["human_only"]
+        assert est["estimate"] == pytest.approx(yes / applicable)
+        assert (est["low"], est["high"]) == pytest.approx(proportion_confint(yes, applicable, method="wilson"), abs=1e-12)
+    # The AMHART score (a mean of fractions) keeps the t interval; the PPI interval is a t interval throughout.
+    assert {r["human_only"]["interval"] for r in data["rows"] if r["score"] == "amhart_score"} == {"t"}
+    assert {r["ppi"]["interval"] for r in wilson if r["ppi"]["low"] is not None} == {"t"}
+    lines = [line for line in csv_rows(data) if line[2] == "human_only" and line[1] == wilson[0]["score"]
+             and line[0] == wilson[0]["chatbot"]]
+    assert lines[0][10].startswith("Wilson score interval (n = ")
+    methods = data["methods"]
+    assert "Wilson score interval" in methods["text"] and "Wilson, 1927" in methods["text"]
+    assert {"wilson1927", "brown2001"} <= {r["key"] for r in methods["references"]}
+    assert "korn1998" not in {r["key"] for r in methods["references"]}  # no sampling plan: no effective sample size
+
+
 def test_one_judge_can_be_the_source_and_an_unknown_source_is_refused(judged, researcher, coordinator):
     from judging.errors import JudgingError
     from judging.models import Judge
@@ -183,6 +214,14 @@ def test_a_sampling_plan_weights_the_rated_conversations_by_their_inclusion_prob
     assert row["two_phase"]["estimate"] == pytest.approx(two_phase.ppi.estimate)
     unweighted = ppi_amhart_score(*args)
     assert row["ppi"]["estimate"] != pytest.approx(unweighted.ppi.estimate)
+    # An item's humans-only yes-rate under the plan: Wilson's interval with the effective sample size, as stats.ppi.
+    item = next(r for r in data["rows"] if r["score"] == "item:amhart_01" and r["chatbot"] == chatbot_of(mine[0]))
+    expected = ppi_item_rate([truth[c.pk]["amhart_01"] for c in lab], [_ensemble(run, c.pk)["amhart_01"] for c in lab],
+                             [_ensemble(run, c.pk)["amhart_01"] for c in unl], inclusion_prob=[pi[c.pk] for c in lab],
+                             unlabeled_inclusion_prob=[units[c.pk] for c in unl], small_sample=True).human_only
+    assert expected.interval == item["human_only"]["interval"] == "wilson_effective_n"
+    assert (item["human_only"]["low"], item["human_only"]["high"]) == pytest.approx((expected.low, expected.high))
+    assert {"korn1998", "franco2019"} <= {r["key"] for r in data["methods"]["references"]}
     # A plan stored before the full map was kept is rebuilt from its strata, to the same figures.
     plan = study.sampling_plan
     plan.planning = {k: v for k, v in plan.planning.items() if k != "unit_inclusion_prob"}

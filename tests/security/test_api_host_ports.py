@@ -26,6 +26,7 @@ from simulation.llm.client import NO_RETRY
 from simulation.models import SimulationBatch
 from tests.conftest import client_for
 from tests.support.fake_llm import raw
+from tests.support.loops import run_closing
 
 pytestmark = pytest.mark.django_db
 KEY = "sk-port-scan-test-key-5d2e8f1a"
@@ -228,7 +229,6 @@ def test_the_admin_refuses_a_host_header_on_a_chatbot(admin_user):
 @pytest.mark.django_db(transaction=True)
 def test_an_approved_port_is_allowed_from_a_workers_event_loop_too(production_hosts, fake_llm, monkeypatch):
     """The engine calls from an event loop, where the ORM may not run: the approvals are read aside."""
-    import asyncio
 
     from core import api_hosts
     from simulation.llm import achat
@@ -237,7 +237,7 @@ def test_an_approved_port_is_allowed_from_a_workers_event_loop_too(production_ho
     spec = ModelSpec(model="openai/x", api_base=fake_llm.base_url, api_key_env="PORT_TEST_API_KEY")
     api_hosts.forget_snapshot()
     with pytest.raises(LLMError, match="port on this server"):
-        asyncio.run(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
+        run_closing(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
     AllowedApiHost.objects.create(host=f"127.0.0.1:{fake_llm.port}")  # saving it drops this process's snapshot
-    result = asyncio.run(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
+    result = run_closing(achat(spec, [{"role": "user", "content": "hi"}], retry=NO_RETRY))
     assert result.content and fake_llm.calls_total == 1

@@ -10,7 +10,6 @@ fails with kind ``redirect`` in the app's own words, and is not retried.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from simulation.http_target import http_chat
 from simulation.llm import LLMError, ModelSpec, achat, chat
 from simulation.llm.client import NO_RETRY, RetryPolicy
+from tests.support.loops import run_closing
 from tests.support.redirecting import RedirectPair, Server
 
 KEY = "sk-evalsite-redirect-test-7f3a9c1e5b"
@@ -102,7 +102,7 @@ def test_a_redirect_is_not_followed_on_the_event_loop_either(family, provider_en
     provider_env(FAMILIES[family][2])
     with RedirectPair(307) as pair:
         with pytest.raises(LLMError) as caught:
-            asyncio.run(achat(_spec(family, pair), MESSAGES, retry=NO_RETRY))
+            run_closing(achat(_spec(family, pair), MESSAGES, retry=NO_RETRY))
     _assert_nothing_left(pair, caught.value)
 
 

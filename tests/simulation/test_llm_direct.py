@@ -7,7 +7,6 @@ path, against the local fake server, and compares what the app keeps: content, t
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from core.http_policy import OutboundRefused
 from simulation.llm import LLMError, ModelSpec, RetryPolicy, achat, direct, prepare_call
 from tests.support.fake_llm import FakeLLM, http_429, http_500, raw, timeout
+from tests.support.loops import run_closing
 
 KEY_ENV = "TEST_LLM_API_KEY"
 HELLO = [{"role": "user", "content": "I have not slept for three nights"}]
@@ -42,7 +42,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, path: str, spec: ModelSpec, retry: Ret
         except (LLMError, OutboundRefused) as exc:
             return exc
 
-    return asyncio.run(call())
+    return run_closing(call())
 
 
 def test_the_direct_path_is_taken_only_where_litellm_would_add_nothing(fake_llm: FakeLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -104,3 +104,32 @@ def test_a_redirect_is_refused_on_the_direct_path(fake_llm: FakeLLM, monkeypatch
     result = _run(monkeypatch, "direct", _spec(fake_llm))
     assert isinstance(result, (LLMError, OutboundRefused)) and "redirect" in str(result).lower()
     assert fake_llm.calls_total == 1  # the redirect was not followed
+
+
+def test_the_direct_path_sends_through_aiohttp_and_the_engine_closes_its_sessions(fake_llm: FakeLLM, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # httpx's own pool costs 20 ms of CPU per call at 100 in flight; the direct path sends as
+    # litellm does, over litellm's aiohttp transport, and the engine closes those sessions with
+    # its loop (an aiohttp session left open logs "Unclosed client session").
+    import aiohttp
+
+    from simulation.llm.engine import Engine
+
+    monkeypatch.setenv("EVALSITE_LLM_DIRECT", "1")
+    sent: list[str] = []
+    original = aiohttp.ClientSession._request
+
+    async def recording(self, method, url, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(str(url))
+        return await original(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "_request", recording)
+    engine = Engine()
+    result = engine.run_one(lambda: achat(_spec(fake_llm), HELLO, retry=ONCE))
+    assert result.content == "[chatbot-a] reply to: I have not slept for three nights"
+    assert sent == [f"{fake_llm.base_url}/chat/completions"]
+    clients = list(direct._clients[engine.loop].values())
+    sessions = [client._client._transport.client for client in clients]
+    assert sessions and not any(session.closed for session in sessions)
+    engine.close()
+    assert all(session.closed for session in sessions)
+    assert engine.loop not in direct._clients
