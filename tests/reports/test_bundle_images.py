@@ -27,8 +27,9 @@ from core.problems import ImportRejected
 from corpus.models import Conversation
 from reports.bundle.export import study_bundle_zip
 from reports.bundle.importer import bundle_import
-from tests.reports.test_bundle import _rewrite, _stats_bundle
+from tests.reports.test_bundle import _stats_bundle
 from tests.support.chromium import chromium_or_skip
+from tests.support.demo_bundle import rewrite
 from tests.support.report_study import build_report_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,7 +115,7 @@ def test_a_bundle_with_images_imports_and_a_changed_image_is_refused(bundles, tm
     changed = bytearray(_files(data)[png])
     changed[-20] ^= 0xFF
     with pytest.raises(ImportRejected) as caught:
-        bundle_import(data=_rewrite(data, {png: bytes(changed)}, fix_manifest=False), file="bundle.zip")
+        bundle_import(data=rewrite(data, {png: bytes(changed)}, fix_manifest=False), file="bundle.zip")
     assert [str(p) for p in caught.value.problems][0].startswith(f"{png}: SHA-256 ")
     assert not Study.objects.exists()
     result = bundle_import(data=data, file="bundle.zip")
@@ -123,7 +124,7 @@ def test_a_bundle_with_images_imports_and_a_changed_image_is_refused(bundles, tm
     path = tmp_path / "bundle.zip"
     path.write_bytes(data)
     assert _stats_bundle(path).returncode == 0
-    path.write_bytes(_rewrite(data, {png: bytes(changed)}, fix_manifest=False))
+    path.write_bytes(rewrite(data, {png: bytes(changed)}, fix_manifest=False))
     done = _stats_bundle(path)
     assert done.returncode == 2 and done.stderr.startswith(f"error: {png}: its SHA-256 differs")
 
