@@ -33,6 +33,7 @@ Run: nice -n 10 .venv/bin/python bench/scale.py [--scale 1.0] [--only import,stu
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import shutil
@@ -47,7 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import FakeServer, Workers, result_line, wait_until  # noqa: E402
+from bench.common import FakeServer, Workers, postgres_database, result_line, wait_until  # noqa: E402
 from bench.judge import CHECKLIST_JUDGES, FAKE_SETUP  # noqa: E402
 from bench.scale_data import (  # noqa: E402
     KEY_ENV,
@@ -59,12 +60,14 @@ from bench.scale_data import (  # noqa: E402
     write_conversations,
     write_ratings,
 )
+from bench.simulate import KEY_ENV as SIMULATION_KEY_ENV  # noqa: E402
 
 WORKLOADS = ("import", "simulate", "study", "judge", "pages")
 NEEDS = {"import": (), "simulate": (), "study": ("import",), "judge": ("import",), "pages": ("import", "study", "judge")}
 # The fake server keeps no request: 50,000 of them would only grow its memory.
 FORGET_REQUESTS = "class _Forget(list):\n    def append(self, item): pass\nfake._requests = _Forget()\n"
 MEMORY_GOAL_MB = 1024.0
+PASSWORD = "bench-Scale-passw0rd"
 
 
 @dataclass
@@ -87,16 +90,23 @@ class Bench:
 
     def manage(self, name: str, *arguments: str, env: dict[str, str] | None = None) -> tuple[float, str]:
         """Run ``manage.py name arguments``; record its peak RSS; return (wall seconds, output)."""
-        wall, peak, output = run_measured([sys.executable, "manage.py", name, *arguments], env or self.env)
+        wall, peak, output = run_measured(["manage.py", name, *arguments], env or self.env)
         self.peaks[f"{name}_mb"] = max(peak, self.peaks.get(f"{name}_mb", 0.0))
         return wall, output
+
+
+@functools.cache
+def _password() -> str:
+    from django.contrib.auth.hashers import make_password
+
+    return make_password(PASSWORD)  # hashed once for every user: setup, not the benchmark
 
 
 def _user(username: str, role: str) -> Any:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    user = get_user_model().objects.create_user(username=username, password="bench-Scale-passw0rd")
+    user = get_user_model().objects.create(username=username, password=_password())
     user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
@@ -153,7 +163,10 @@ def step_simulate(b: Bench) -> str:
     counted = runs.aggregate(calls=Sum("calls"), failed_calls=Sum("failed_calls"))
     ratio = wall / ideal
     why = "" if done else "not_finished_in_time"
-    if done and ratio > 1.25:
+    failure = runs.filter(status="failed").exclude(error="").values_list("error", flat=True).first()
+    if failure:
+        why = f"failed:{failure[:80]}"
+    if done and not failure and ratio > 1.25:
         why = f"cpu_{cpu:.0f}s_on_{os.cpu_count()}_cores_vs_ideal_{ideal:.0f}s" if cpu > ideal else "latency_or_queueing"
     return result_line(
         f"simulate-{n}x{TURNS}-c{b.concurrency}", conversations=n, done=f"{runs.filter(status='done').count()}/{n}",
@@ -204,7 +217,7 @@ def step_study(b: Bench) -> str:
             why.append(f"{label}_{seconds:.0f}s>{goal}s")
     if request_s > 0.5:
         why.append(f"consensus_request_{request_s * 1000:.0f}ms")
-    if not finished or job.status != "done":
+    if not finished or job.status != "ready":
         why.append(f"consensus_{job.status}")
     peak = b.peaks["import_ratings_mb"]
     if peak > MEMORY_GOAL_MB:
@@ -263,8 +276,8 @@ def step_judge(b: Bench) -> str:
 
 def step_pages(b: Bench) -> str:
     bundle = b.var / "bundle.zip"
-    command = [sys.executable, str(ROOT / "bench" / "scale_pages.py"), "--study", str(b.study_id), "--run", str(b.run_id),
-               "--researcher", b.users["researcher"].username, "--repeat", str(b.args.repeat), "--bundle-out", str(bundle)]
+    command = [str(ROOT / "bench" / "scale_pages.py"), "--study", str(b.study_id), "--run", str(b.run_id),
+               "--researcher", b.users["researcher"].username, "--password", PASSWORD, "--repeat", str(b.args.repeat), "--bundle-out", str(bundle)]
     wall, peak, output = run_measured(command, b.env, check=False)
     b.peaks["web_mb"] = peak
     lines = [line for line in output.splitlines() if line.startswith("RESULT")]
@@ -295,16 +308,6 @@ def memory_line(b: Bench, worker_peaks: list[float]) -> str:
     figures.update(b.peaks)
     over = [f"{name}_{mb:.0f}MB" for name, mb in figures.items() if mb > MEMORY_GOAL_MB]
     return result_line("memory", **figures, target=f"each<={MEMORY_GOAL_MB:.0f}MB", **verdict(not over, ",".join(over)))
-
-
-def _database(url: str, *, drop_only: bool = False, template: str = "") -> None:
-    import psycopg
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if not drop_only:
-            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
 
 def selected_workloads(only: str) -> list[str]:
@@ -344,13 +347,13 @@ def main() -> int:
     lease = redis_lease.acquire(args.redis_url, [db for db in range(15, 0, -1) if db != own])
     lease.flush()
     var = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    _database(args.database_url)
+    postgres_database(args.database_url)
     env = {
         **os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings.base", "DATABASE_URL": args.database_url,
         "REDIS_URL": lease.url, "EVALSITE_VAR_DIR": str(var), "DJANGO_DEBUG": "0", "EVALSITE_DEBUG": "0",
         "DJANGO_LOG_LEVEL": "WARNING", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
         # The fake LLM server's loopback port, allowed as an operator would allow a local model server.
-        "EVALSITE_API_HOSTS": "127.0.0.1:*", KEY_ENV: "sk-bench-not-a-real-key",
+        "EVALSITE_API_HOSTS": "127.0.0.1:*", KEY_ENV: "sk-bench-not-a-real-key", SIMULATION_KEY_ENV: "sk-bench-not-a-real-key",
     }
     os.environ.update(env)
     import django
@@ -361,7 +364,7 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     connections.close_all()
-    _database(args.bundle_database_url, template=args.database_url.rpartition("/")[2])  # migrated, empty
+    postgres_database(args.bundle_database_url, template=args.database_url.rpartition("/")[2])  # migrated, empty
     print(f"scale bench: scale {args.scale} ({counts.describe()}), workloads {','.join(todo)}, "
           f"{args.latency * 1000:.0f} ms per call, {args.concurrency} in flight over two workers; "
           f"PostgreSQL, Redis db {lease.db}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
@@ -392,8 +395,8 @@ def main() -> int:
         connections.close_all()
         lease.release()
         if not args.keep:
-            _database(args.database_url, drop_only=True)
-            _database(args.bundle_database_url, drop_only=True)
+            postgres_database(args.database_url, drop_only=True)
+            postgres_database(args.bundle_database_url, drop_only=True)
             shutil.rmtree(var, ignore_errors=True)
         else:
             print(f"kept: {args.database_url}, {args.bundle_database_url}, {var}")

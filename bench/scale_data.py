@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
+import re
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -110,19 +111,33 @@ class StepFailed(RuntimeError):
     """A command of the benchmark exited with an error (its output is in the message)."""
 
 
-def run_measured(command: list[str], env: dict[str, str], *, check: bool = True) -> tuple[float, float, str]:
-    """Run ``command`` from the project root; return (wall seconds, its peak RSS in MB, its output)."""
+# Runs a Python script and, at its exit, prints its own peak resident memory. The rusage of a
+# child is no measure: its ru_maxrss keeps the high-water mark of the forked copy of the parent.
+PEAK_PRELUDE = (
+    "import atexit, runpy, sys\n"
+    "def _peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            sys.stderr.write(f'\\nBENCH_PEAK_KB={line.split()[1]}\\n')\n"
+    "atexit.register(_peak)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
+def run_measured(script: list[str], env: dict[str, str], *, check: bool = True) -> tuple[float, float, str]:
+    """Run a Python ``script`` (path and arguments) from the project root; return (wall seconds, its peak RSS in MB, its output)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage: ru_maxrss is its peak, in kB
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        done = subprocess.run([sys.executable, "-c", PEAK_PRELUDE, *script], cwd=ROOT, env=env, stdout=log,
+                              stderr=subprocess.STDOUT, check=False)
         wall = time.perf_counter() - started
         log.seek(0)
         output = log.read().decode(errors="replace")
-    if check and proc.returncode != 0:
-        raise StepFailed(f"{' '.join(command[1:3])} exited {proc.returncode}: {output[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, output
+    if check and done.returncode != 0:
+        raise StepFailed(f"{' '.join(script[:2])} exited {done.returncode}: {output[-2000:]}")
+    peaks = re.findall(r"^BENCH_PEAK_KB=(\d+)$", output, re.MULTILINE)
+    return wall, int(peaks[-1]) / 1024 if peaks else float("nan"), output
 
 
 def peak_mb(pid: int) -> float:

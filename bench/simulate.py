@@ -45,6 +45,7 @@ from bench.common import (  # noqa: E402
     Workers,
     bare_loop,
     cpu_seconds,
+    postgres_database,
     result_line,
     rss_mb,
     spread,
@@ -52,15 +53,6 @@ from bench.common import (  # noqa: E402
 )
 
 KEY_ENV = "BENCH_LLM_API_KEY"
-
-
-def _ensure_postgres_database(url: str) -> None:
-    import psycopg
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _child_environment(args: argparse.Namespace, mode: str) -> dict[str, str]:
@@ -149,7 +141,7 @@ def child(args: argparse.Namespace) -> None:
     import django
 
     if args.database_url:
-        _ensure_postgres_database(args.database_url)
+        postgres_database(args.database_url)
     django.setup()
     from django.core.management import call_command
     from django.db import connections

@@ -54,6 +54,7 @@ def test_the_tiny_run_finishes_with_a_result_line_per_workload(tiny_run):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workloads = {r["workload"].split("-")[0] for r in results}
     assert {"import", "simulate", "study", "judge", "page", "bundle", "memory"} <= workloads
+    assert len([r for r in results if r["workload"] in ("study-export", "bundle-export", "bundle-import")]) == 3
     assert not [r for r in results if "error" in r], results
     for result in results:
         assert result["goal"] in ("met", "missed"), result
@@ -82,12 +83,12 @@ def test_every_page_answers_and_the_bundle_makes_the_round_trip(tiny_run):
     _, results = tiny_run
     pages = {r["page"]: r for r in results if r["workload"] == "page"}
     expected = {name for name, _ in report_pages(1, 1)} | {
-        "instances-confusion-cell", "instances-run", "review-from-list", "review-alone", "study-export-zip"}
+        "instances-confusion-cell", "instances-run", "review-from-list", "review-alone"}
     assert set(pages) == expected
     assert {name: r["status"] for name, r in pages.items() if r["status"] != "200"} == {}
     # Nothing was cached: the reports were computed by the workers while their pages waited.
     assert pages["reliability"]["computed_by_worker"] == pages["scorecard"]["computed_by_worker"] == "yes"
-    assert _one(results, "bundle-export")["status"] == "200"
+    assert _one(results, "study-export")["status"] == _one(results, "bundle-export")["status"] == "200"
     imported = _one(results, "bundle-import")
     assert (imported["conversations"], imported["ratings"], imported["judge_runs"]) == ("4", "12", "1")
     assert int(imported["consensus_labels"]) > 0
