@@ -18,7 +18,7 @@ from annotation.models import (
     SamplingPlan,
     Study,
 )
-from annotation.studies.selectors import study_list_for_user
+from annotation.studies.selectors import study_access_for_user, study_list_for_user
 from corpus.models import InstrumentKind, Scale
 
 
@@ -28,7 +28,7 @@ def study_list_for_reports(user: AbstractBaseUser | AnonymousUser):  # type: ign
 
 
 def study_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> Study:
-    study = study_list_for_reports(user).select_related("section").filter(pk=pk).first()
+    study = study_access_for_user(user).select_related("section").filter(pk=pk).first()
     if study is None:
         raise Http404("not found")
     return study
