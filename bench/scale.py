@@ -52,21 +52,23 @@ from bench.common import FakeServer, Workers, postgres_database, result_line, wa
 from bench.judge import CHECKLIST_JUDGES, FAKE_SETUP  # noqa: E402
 from bench.scale_data import (  # noqa: E402
     KEY_ENV,
+    MEMORY_GOAL_MB,
+    NEEDS,
     TURNS,
+    WORKLOADS,
     Counts,
+    memory_line,
     peak_mb,
     run_measured,
+    selected_workloads,
     verdict,
     write_conversations,
     write_ratings,
 )
 from bench.simulate import KEY_ENV as SIMULATION_KEY_ENV  # noqa: E402
 
-WORKLOADS = ("import", "simulate", "study", "judge", "pages")
-NEEDS = {"import": (), "simulate": (), "study": ("import",), "judge": ("import",), "pages": ("import", "study", "judge")}
 # The fake server keeps no request: 50,000 of them would only grow its memory.
 FORGET_REQUESTS = "class _Forget(list):\n    def append(self, item): pass\nfake._requests = _Forget()\n"
-MEMORY_GOAL_MB = 1024.0
 PASSWORD = "bench-Scale-passw0rd"
 
 
@@ -303,25 +305,20 @@ def step_pages(b: Bench) -> str:
 STEPS = {"import": step_import, "simulate": step_simulate, "study": step_study, "judge": step_judge, "pages": step_pages}
 
 
-def memory_line(b: Bench, worker_peaks: list[float]) -> str:
-    figures: dict[str, Any] = {f"worker{i}_mb": peak for i, peak in enumerate(worker_peaks)}
-    figures.update(b.peaks)
-    over = [f"{name}_{mb:.0f}MB" for name, mb in figures.items() if mb > MEMORY_GOAL_MB]
-    return result_line("memory", **figures, target=f"each<={MEMORY_GOAL_MB:.0f}MB", **verdict(not over, ",".join(over)))
+def reuse_state(b: Bench) -> None:
+    """Read the earlier run's data: the imported conversations, the study, the judge run, the users."""
+    from django.contrib.auth import get_user_model
 
+    from annotation.models import Study
+    from corpus.models import Conversation
+    from judging.models import JudgeRun
 
-def selected_workloads(only: str) -> list[str]:
-    """Return the workloads to run in order: those named and what their data needs."""
-    wanted = {w.strip() for w in only.split(",") if w.strip()} if only else set(WORKLOADS)
-    unknown = wanted - set(WORKLOADS) - {"memory"}
-    if unknown:
-        raise SystemExit(f"unknown workload(s): {', '.join(sorted(unknown))}; choose from {', '.join(WORKLOADS)}")
-    todo = set(wanted)
-    for name in wanted & set(WORKLOADS):
-        todo.update(NEEDS[name])
-        for need in NEEDS[name]:
-            todo.update(NEEDS[need])
-    return [w for w in WORKLOADS if w in todo]
+    imported = Conversation.objects.filter(source=Conversation.Source.IMPORTED, external_id__startswith="scale-")
+    b.conversation_ids = list(imported.order_by("id").values_list("pk", flat=True))
+    b.study_id = Study.objects.filter(name__startswith="Scale study").order_by("-pk").values_list("pk", flat=True).first()
+    b.run_id = JudgeRun.objects.filter(name="Scale: three judges").order_by("-pk").values_list("pk", flat=True).first()
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=["scale-coord", "scale-researcher"])}
+    b.users.update(coordinator=users.get("scale-coord"), researcher=users.get("scale-researcher"))
 
 
 def main() -> int:
@@ -334,11 +331,13 @@ def main() -> int:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_scale")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379", help="the server; a free database is leased")
     parser.add_argument("--keep", action="store_true", help="keep the databases and the temporary folder")
+    parser.add_argument("--reuse", action="store_true",
+                        help="run only the --only workloads on the data an earlier run left in --database-url (kept, never dropped)")
     args = parser.parse_args()
     if args.scale <= 0:
         raise SystemExit("--scale must be positive")
     args.bundle_database_url = args.database_url + "_bundle"
-    todo = selected_workloads(args.only)
+    todo = selected_workloads(args.only, reuse=args.reuse)
     counts = Counts.at(args.scale)
 
     from tests.support import redis_lease
@@ -347,7 +346,8 @@ def main() -> int:
     lease = redis_lease.acquire(args.redis_url, [db for db in range(15, 0, -1) if db != own])
     lease.flush()
     var = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    postgres_database(args.database_url)
+    if not args.reuse:
+        postgres_database(args.database_url)
     env = {
         **os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings.base", "DATABASE_URL": args.database_url,
         "REDIS_URL": lease.url, "EVALSITE_VAR_DIR": str(var), "DJANGO_DEBUG": "0", "EVALSITE_DEBUG": "0",
@@ -364,7 +364,11 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     connections.close_all()
-    postgres_database(args.bundle_database_url, template=args.database_url.rpartition("/")[2])  # migrated, empty
+    if args.reuse:  # an empty migrated database for the bundle's import
+        postgres_database(args.bundle_database_url)
+        run_measured(["manage.py", "migrate", "--noinput", "-v0"], {**os.environ, "DATABASE_URL": args.bundle_database_url})
+    else:
+        postgres_database(args.bundle_database_url, template=args.database_url.rpartition("/")[2])  # migrated, empty
     print(f"scale bench: scale {args.scale} ({counts.describe()}), workloads {','.join(todo)}, "
           f"{args.latency * 1000:.0f} ms per call, {args.concurrency} in flight over two workers; "
           f"PostgreSQL, Redis db {lease.db}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}", flush=True)
@@ -372,6 +376,8 @@ def main() -> int:
     workers = Workers(dict(os.environ), var)
     workers.start(2, max(args.concurrency // 2, 1))
     bench = Bench(args, counts, dict(os.environ), var, fake.base_url, workers)
+    if args.reuse:
+        reuse_state(bench)
     failed: set[str] = set()
     started = time.perf_counter()
     try:
@@ -387,7 +393,8 @@ def main() -> int:
                 failed.add(name)
                 print(result_line(name, error=f"{type(exc).__name__}:{str(exc)[:120]}".replace(" ", "_")), flush=True)
                 print(workers.logs()[-3000:], file=sys.stderr)
-        print(memory_line(bench, [peak_mb(p.pid) for p in workers.procs]), flush=True)
+        worker_peaks = {f"worker{i}_mb": peak_mb(p.pid) for i, p in enumerate(workers.procs)}
+        print(memory_line({**worker_peaks, **bench.peaks}), flush=True)
         print(f"scale bench: done in {time.perf_counter() - started:.0f} s", flush=True)
     finally:
         workers.stop()
@@ -395,7 +402,8 @@ def main() -> int:
         connections.close_all()
         lease.release()
         if not args.keep:
-            postgres_database(args.database_url, drop_only=True)
+            if not args.reuse:
+                postgres_database(args.database_url, drop_only=True)
             postgres_database(args.bundle_database_url, drop_only=True)
             shutil.rmtree(var, ignore_errors=True)
         else:

@@ -18,9 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.common import result_line
+
 ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "BENCH_SCALE_API_KEY"
 TURNS = 20
+MEMORY_GOAL_MB = 1024.0
+WORKLOADS = ("import", "simulate", "study", "judge", "pages")
+NEEDS = {"import": (), "simulate": (), "study": ("import",), "judge": ("import",), "pages": ("import", "study", "judge")}
 CHATBOTS = (("CB-A", "vendor-a/chat-large", "Chatbot A"), ("CB-B", "vendor-b/assistant-2", "Chatbot B"),
             ("CB-C", "vendor-c/helper-mini", "Chatbot C"))
 USER_LINES = ("I keep worrying about school and I can't sleep.", "My friends seem far away lately.",
@@ -105,6 +110,28 @@ def write_ratings(path: Path, study: Any, keys: list[str], seed: int = 5) -> int
                 writer.writerow([code, rater, f"section:{key}", label])
                 rows += 1
     return rows
+
+
+def selected_workloads(only: str, *, reuse: bool = False) -> list[str]:
+    """Return the workloads to run in order: those named and what their data needs (``reuse``: only those named)."""
+    wanted = {w.strip() for w in only.split(",") if w.strip()} if only else set(WORKLOADS)
+    unknown = wanted - set(WORKLOADS) - {"memory"}
+    if unknown:
+        raise SystemExit(f"unknown workload(s): {', '.join(sorted(unknown))}; choose from {', '.join(WORKLOADS)}")
+    todo = set(wanted)
+    if reuse:
+        return [w for w in WORKLOADS if w in todo]
+    for name in wanted & set(WORKLOADS):
+        todo.update(NEEDS[name])
+        for need in NEEDS[name]:
+            todo.update(NEEDS[need])
+    return [w for w in WORKLOADS if w in todo]
+
+
+def memory_line(peaks: dict[str, float]) -> str:
+    """Return the RESULT line of the peak memory of every process (name: MB), each against the goal."""
+    over = [f"{name}_{mb:.0f}MB" for name, mb in peaks.items() if mb > MEMORY_GOAL_MB]
+    return result_line("memory", **peaks, target=f"each<={MEMORY_GOAL_MB:.0f}MB", **verdict(not over, ",".join(over)))
 
 
 class StepFailed(RuntimeError):
