@@ -69,7 +69,7 @@ def test_the_counts_are_those_of_the_scale(tiny_run):
     assert (simulated["done"], simulated["messages"], simulated["failed"]) == ("2/2", "40", "0")
     study = _one(results, "study")
     assert (study["conversations"], study["raters"], study["k"]) == ("4", "3", "3")
-    assert (study["assignments"], study["ratings"], study["consensus_status"]) == ("12", "12", "done")
+    assert (study["assignments"], study["ratings"], study["consensus_status"]) == ("12", "12", "ready")
     assert study["csv_rows"] == str(12 * 19)  # 14 AMHART items and 5 of the study section per rating
     assert int(study["consensus_labels"]) > 0
     judged = _one(results, "judge-3x20-c32")
