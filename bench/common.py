@@ -195,6 +195,17 @@ class Workers:
                 proc.kill()
 
 
+def postgres_database(url: str, *, drop_only: bool = False, template: str = "") -> None:
+    """Drop the database of ``url`` if it exists, then create it afresh (from ``template``) unless ``drop_only``."""
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

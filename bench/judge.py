@@ -43,6 +43,7 @@ from bench.common import (  # noqa: E402
     bare_loop,
     cpu_seconds,
     floors,
+    postgres_database,
     result_line,
     rss_mb,
     spread,
@@ -83,15 +84,6 @@ FAKE_SETUP = (
     "fake.script('bench-vera', [flow_reply])\n"
     "fake.script('bare', [checklist_reply])\n"
 )
-
-
-def _ensure_postgres_database(url: str) -> None:
-    import psycopg
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def make_conversations(n: int) -> list:  # type: ignore[type-arg]
@@ -137,7 +129,7 @@ def child(args: argparse.Namespace) -> None:
     import django
 
     if args.database_url:
-        _ensure_postgres_database(args.database_url)
+        postgres_database(args.database_url)
     django.setup()
     from django.core.management import call_command
     from django.db import connections

@@ -47,6 +47,7 @@ from bench.common import (  # noqa: E402
     bare_loop,
     cpu_seconds,
     floors,
+    postgres_database,
     result_line,
     rss_mb,
     spread,
@@ -54,15 +55,6 @@ from bench.common import (  # noqa: E402
 )
 
 KEY_ENV = "BENCH_LLM_API_KEY"
-
-
-def _ensure_postgres_database(url: str) -> None:
-    import psycopg
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _child_environment(args: argparse.Namespace, mode: str) -> dict[str, str]:
@@ -151,7 +143,7 @@ def child(args: argparse.Namespace) -> None:
     import django
 
     if args.database_url:
-        _ensure_postgres_database(args.database_url)
+        postgres_database(args.database_url)
     django.setup()
     from django.core.management import call_command
     from django.db import connections

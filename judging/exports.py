@@ -63,31 +63,37 @@ def _labels(runs: QuerySet[JudgeRun], kinds: list[str], only: Any = None) -> Que
     qs = JudgeLabel.objects.filter(result__run__in=runs, kind__in=kinds)
     if only is not None:
         qs = qs.filter(result__conversation_id__in=only)
-    return (
-        qs.exclude(result__conversation_id__in=locked_conversation_ids())
-        .select_related("result__run", "result__conversation")
-        .order_by("result__run_id", "result__conversation_id", "result__judge_id", "result__instance", "kind", "position")
+    return qs.exclude(result__conversation_id__in=locked_conversation_ids()).order_by(
+        "result__run_id", "result__conversation_id", "result__judge_id", "result__instance", "kind", "position"
     )
 
 
+LONG_FIELDS = ("result__run_id", "result__conversation__code", "result__judge_id", "result__instance", "kind", "item_key",
+               "label", "status", "rationale", "evidence", "missing_reason")
+
+
 def long_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[object]]:
-    for label in _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION], only).iterator(chunk_size=2000):
-        result = label.result
-        snap = _snapshot(result.run, result.judge_id)
+    # Plain values and each run's judge snapshots read once: a study's export has 100,000s of
+    # labels, and a model instance per label with its result, run and conversation (their JSON
+    # fields decoded on every row) cost most of the export's time.
+    judges = {pk: config.get("judges", {}) for pk, config in JudgeRun.objects.filter(pk__in=runs.values("pk")).values_list("pk", "config")}
+    rows = _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION], only).values_list(*LONG_FIELDS)
+    for run_id, code, judge_id, instance, kind, item_key, label, status, rationale, evidence, missing_reason in rows.iterator(chunk_size=2000):
+        snap = judges.get(run_id, {}).get(str(judge_id), {})
         yield [
-            result.run_id,
-            result.conversation.code,
-            snap.get("name", result.judge_id),
+            run_id,
+            code,
+            snap.get("name", judge_id),
             snap.get("provider", ""),
             snap.get("model", ""),
-            result.instance,
-            label.kind,
-            label.item_key,
-            label.label,
-            label.status,
-            label.rationale,
-            " ".join(str(e.get("turn")) for e in label.evidence or []),
-            label.missing_reason,
+            instance,
+            kind,
+            item_key,
+            label,
+            status,
+            rationale,
+            " ".join(str(e.get("turn")) for e in evidence or []),
+            missing_reason,
         ]
 
 

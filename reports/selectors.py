@@ -18,7 +18,7 @@ from annotation.models import (
     SamplingPlan,
     Study,
 )
-from annotation.studies.selectors import study_list_for_user
+from annotation.studies.selectors import study_access_for_user, study_list_for_user
 from corpus.models import InstrumentKind, Scale
 
 
@@ -28,7 +28,7 @@ def study_list_for_reports(user: AbstractBaseUser | AnonymousUser):  # type: ign
 
 
 def study_get_for_reports(user: AbstractBaseUser | AnonymousUser, *, pk: int) -> Study:
-    study = study_list_for_reports(user).select_related("section").filter(pk=pk).first()
+    study = study_access_for_user(user).select_related("section").filter(pk=pk).first()
     if study is None:
         raise Http404("not found")
     return study
@@ -388,15 +388,16 @@ def run_ensemble_rows(run) -> list[dict]:  # type: ignore[no-untyped-def]
     No-majority items have label None (missing, never scored). Conversations flagged by the
     integrity checks are left out: a flagged conversation is never scored.
     """
+    from corpus.models import Conversation
     from judging.models import EnsembleLabel
 
     domains = dict(run.instrument.items.values_list("key", "domain")) if run.instrument_id else {}
-    qs = (
-        EnsembleLabel.objects.filter(run=run)
-        .exclude(conversation__integrity_ok=False)
-        .select_related("conversation__persona", "conversation__target")
-    )
-    return [design_row(e.conversation, e.item_key, e.label, domains) for e in qs]
+    labels = EnsembleLabel.objects.filter(run=run).exclude(conversation__integrity_ok=False)
+    # Each conversation (with its persona and chatbot) read once, not once per item: a run of
+    # 10,000 conversations has 140,000 ensemble labels.
+    conversations = Conversation.objects.filter(pk__in=labels.values("conversation_id")).select_related("persona", "target")
+    by_id = {c.pk: c for c in conversations}
+    return [design_row(by_id[cid], item_key, label, domains) for cid, item_key, label in labels.values_list("conversation_id", "item_key", "label")]
 
 
 def run_ensemble_rows_with_status(run) -> tuple[list[dict], dict[str, int], int]:  # type: ignore[no-untyped-def]
