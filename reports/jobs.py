@@ -51,14 +51,17 @@ Progress = Callable[[float, str], None]
 class ReportKind:
     version: Callable[[dict[str, Any]], str]
     compute: Callable[[dict[str, Any], Progress], dict[str, Any]]
+    # A report has a methods paragraph (reports.methods); a job that makes a file (the publication bundle) has none.
+    methods: bool = True
 
 
 KINDS: dict[str, ReportKind] = {}
 
 
-def register(name: str, *, version: Callable[[dict[str, Any]], str], compute: Callable[[dict[str, Any], Progress], dict[str, Any]]) -> None:
-    """Register a kind of report (done once at import by ``reports.services``)."""
-    KINDS[name] = ReportKind(version, compute)
+def register(name: str, *, version: Callable[[dict[str, Any]], str], compute: Callable[[dict[str, Any], Progress], dict[str, Any]],
+             methods: bool = True) -> None:
+    """Register a kind of report (done once at import by ``reports.services``); ``methods=False``: no methods paragraph."""
+    KINDS[name] = ReportKind(version, compute, methods)
 
 
 def report_key(kind: str, params: dict[str, Any]) -> str:
@@ -223,7 +226,14 @@ def _not_queued(cache_ids: list[int], cause: str) -> None:
 
 def _computed(kind: str, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """Compute a report and attach its methods paragraph, written from the payload just computed."""
-    return attach_methods(kind, params, KINDS[kind].compute(params, progress))
+    payload = KINDS[kind].compute(params, progress)
+    return attach_methods(kind, params, payload) if KINDS[kind].methods else payload
+
+
+def report_forget(kind: str, params: dict[str, Any], *, data_version: str) -> None:
+    """Take back a ready result whose output outside the database is gone (a file): the next ask computes it again."""
+    ReportCache.objects.filter(key=report_key(kind, params), data_version=data_version, status=ReportStatus.READY).update(
+        data_version="", stage="its file is gone: made again")
 
 
 def _compute_now(kind: str, params: dict[str, Any], key: str, version: str) -> dict[str, Any]:
