@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_safe
 
 from core.permissions import roles_required
 from reports import selectors
@@ -23,6 +24,7 @@ def _refused(request: HttpRequest, study: object, refusal: str) -> HttpResponse:
     return render(request, "reports/bundle_locked.html", {"study": study, "refusal": refusal}, status=409)
 
 
+@require_safe
 @roles_required(*REPORT_ROLES)
 def study_bundle(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
@@ -36,6 +38,7 @@ def study_bundle(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "reports/bundle.html", {"study": study, "bundle": state, "built_at": built_at})
 
 
+@require_safe
 @roles_required(*REPORT_ROLES)
 def study_bundle_download(request: HttpRequest, pk: int) -> HttpResponse:
     study = selectors.study_get_for_reports(request.user, pk=pk)
