@@ -111,7 +111,7 @@ def _build(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
     return {
         "study": study.pk, "version": version, "file": path.name, "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(), "files": n_files, "built_at": timezone.now().isoformat(),
-        "chart_images": images.get("summary", ""), "n_chart_images": len(images.get("files") or []) // 2,
+        "chart_images": str(images.get("summary", "")).removeprefix("Chart images: "), "n_chart_images": len(images.get("files") or []) // 2,
     }
 
 
