@@ -95,14 +95,15 @@ def pending_state(row: ReportCache) -> dict[str, Any]:
     }
 
 
-def report_get(kind: str, params: dict[str, Any], *, wait: bool = True) -> dict[str, Any]:
+def report_get(kind: str, params: dict[str, Any], *, wait: bool = True, version: str | None = None) -> dict[str, Any]:
     """Return the report's payload (with ``_cache``), or its pending state (``pending: True``).
 
     ``wait=False`` (pages, API): a cold report is queued and the pending state returned at
     once, unless Celery runs in place. ``wait=True`` (exports, scripts): computed now if needed.
+    ``version``: the report's ``data_version`` when the caller has just computed it.
     """
     key = report_key(kind, params)
-    version = data_version(kind, params)
+    version = version or data_version(kind, params)
     row = ReportCache.objects.filter(key=key).first()
     if row is not None and row.data_version == version and row.status == ReportStatus.READY:
         return {**row.payload, "_cache": _cache_info(row, True)}

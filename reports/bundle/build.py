@@ -125,12 +125,13 @@ def study_bundle_get(*, study: Study) -> dict[str, Any]:
     since (by hand, or a newer build's clean-up) makes it built again.
     """
     params = _params(study.pk)
+    current = jobs.data_version(KIND, params)
     for _ in range(2):
-        state = jobs.report_get(KIND, params, wait=False)
+        state = jobs.report_get(KIND, params, wait=False, version=current)
         if state.get("pending"):
             return state
         version = str(state.get("version") or "")
-        current = jobs.data_version(KIND, params)
+        # Built from the data it is asked at (its build started after the last change), and its file is there.
         if version == current and bundle_file(study.pk, version).is_file():
             return {**state, "path": bundle_file(study.pk, version)}
         jobs.report_forget(KIND, params, data_version=current)
