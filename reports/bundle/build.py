@@ -19,6 +19,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -38,6 +39,10 @@ KIND = "bundle"
 # Where each stage starts on the progress bar: the figures (every report of the study, computed if cold), the chart
 # images (a Chromium drawing each chart) and the archive (codebook, manifest, zip, the file stored).
 STAGES = {"figures": 0.02, "charts": 0.5, "zip": 0.9, "stored": 0.97}
+
+# Bundles one worker process builds at once (EVALSITE_BUNDLE_BUILDS, default 1): each holds its zip in memory and
+# starts a Chromium, and a worker runs many tasks at once (a thread pool); the others wait their turn.
+_BUILDS = threading.BoundedSemaphore(max(1, int(getattr(settings, "EVALSITE_BUNDLE_BUILDS", 1) or 1)))
 
 
 def bundle_dir() -> Path:
@@ -95,9 +100,15 @@ def _build(params: dict[str, Any], progress: jobs.Progress) -> dict[str, Any]:
 
     stage("figures", "computing every report of the study")
     study_figures(study)  # each report cached at the current data: the export reads them back
-    stage("charts", "building the charts and the tables")
-    with listening(stage):
-        data = study_bundle_zip(study=study)
+    if not _BUILDS.acquire(blocking=False):
+        stage("figures", "waiting for another bundle this worker is building")
+        _BUILDS.acquire()
+    try:
+        stage("charts", "building the charts and the tables")
+        with listening(stage):
+            data = study_bundle_zip(study=study)
+    finally:
+        _BUILDS.release()
     stage("stored", "storing the file")
     path = _store(study.pk, version, data)
     if jobs.data_version(KIND, params) == version:

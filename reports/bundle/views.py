@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_safe
 
+from annotation.models import Study
 from core.permissions import roles_required
 from reports import selectors
 from reports.bundle.build import study_bundle_get, study_bundle_open
@@ -20,17 +21,21 @@ from reports.bundle.lock import bundle_refusal
 from reports.views import REPORT_ROLES
 
 
-def _refused(request: HttpRequest, study: object, refusal: str) -> HttpResponse:
-    return render(request, "reports/bundle_locked.html", {"study": study, "refusal": refusal}, status=409)
+def _readable(request: HttpRequest, pk: int) -> tuple[Study, HttpResponse | None]:
+    """Return the study (404 unless the user reads its reports) and, while its test set is locked, the refusal page."""
+    study = selectors.study_get_for_reports(request.user, pk=pk)
+    refusal = bundle_refusal(study)
+    if not refusal:
+        return study, None
+    return study, render(request, "reports/bundle_locked.html", {"study": study, "refusal": refusal}, status=409)
 
 
 @require_safe
 @roles_required(*REPORT_ROLES)
 def study_bundle(request: HttpRequest, pk: int) -> HttpResponse:
-    study = selectors.study_get_for_reports(request.user, pk=pk)
-    refusal = bundle_refusal(study)
-    if refusal:
-        return _refused(request, study, refusal)
+    study, refused = _readable(request, pk)
+    if refused is not None:
+        return refused
     state = study_bundle_get(study=study)
     if state.get("pending"):
         return render(request, "reports/bundle.html", {"study": study, "pending": state}, status=202)
@@ -41,10 +46,9 @@ def study_bundle(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 @roles_required(*REPORT_ROLES)
 def study_bundle_download(request: HttpRequest, pk: int) -> HttpResponse:
-    study = selectors.study_get_for_reports(request.user, pk=pk)
-    refusal = bundle_refusal(study)
-    if refusal:
-        return _refused(request, study, refusal)
+    study, refused = _readable(request, pk)
+    if refused is not None:
+        return refused
     _, stream = study_bundle_open(study=study)
     if stream is None:  # being built: the page shows its progress, then offers the download
         return redirect("reports:study-bundle", pk=study.pk)

@@ -59,6 +59,14 @@ def _run_worker() -> None:
         assert report_compute_task(row.pk) == ReportStatus.READY
 
 
+def _built(audit, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    """Return the coordinator's client once the page has queued the bundle and a worker has built it."""
+    client = client_for(audit.coordinator)
+    _ask(client, f"/reports/studies/{audit.study.pk}/bundle/", django_capture_on_commit_callbacks)
+    _run_worker()
+    return client
+
+
 def test_the_page_answers_the_progress_at_once_and_never_builds_the_bundle(audit, worker_elsewhere, monkeypatch,
                                                                               django_capture_on_commit_callbacks):
     def refuse(**kwargs: Any) -> bytes:
@@ -143,9 +151,7 @@ def _revise_one_rating(audit) -> None:  # type: ignore[no-untyped-def]
 
 def test_a_rating_change_makes_the_stored_bundle_stale_and_the_next_build_replaces_it(
         audit, worker_elsewhere, django_capture_on_commit_callbacks):
-    client = client_for(audit.coordinator)
-    _ask(client, f"/reports/studies/{audit.study.pk}/bundle/", django_capture_on_commit_callbacks)
-    _run_worker()
+    client = _built(audit, django_capture_on_commit_callbacks)
     [before] = _files(audit.study.pk)
     assert client.get(f"/reports/studies/{audit.study.pk}/bundle/").status_code == 200
     _revise_one_rating(audit)
@@ -161,9 +167,7 @@ def test_a_rating_change_makes_the_stored_bundle_stale_and_the_next_build_replac
 
 
 def test_a_bundle_whose_file_is_gone_is_built_again_and_never_said_ready(audit, worker_elsewhere, django_capture_on_commit_callbacks):
-    client = client_for(audit.coordinator)
-    _ask(client, f"/reports/studies/{audit.study.pk}/bundle/", django_capture_on_commit_callbacks)
-    _run_worker()
+    client = _built(audit, django_capture_on_commit_callbacks)
     for name in _files(audit.study.pk):
         (build.bundle_dir() / name).unlink()
     page, queued = _ask(client, f"/reports/studies/{audit.study.pk}/bundle/", django_capture_on_commit_callbacks)
@@ -219,3 +223,19 @@ def test_the_bundle_is_a_job_without_a_methods_paragraph():
     assert jobs.KINDS[build.KIND].methods is False
     with pytest.raises(ValueError):
         build.bundle_file(1, "../../etc")
+
+
+def test_a_worker_builds_one_bundle_at_a_time_and_the_next_says_it_waits(audit):
+    seen: list[str] = []
+    assert build._BUILDS.acquire(blocking=False)  # another bundle is being built by this worker
+
+    def progress(fraction: float, stage: str) -> None:
+        seen.append(stage)
+        if "waiting for another bundle" in stage:
+            build._BUILDS.release()  # that other build finishes
+
+    build._build({"study": audit.study.pk}, progress)
+    assert [stage.split(":")[0] for stage in seen] == ["figures", "figures", "charts", "charts", "zip", "stored"]
+    assert "waiting for another bundle" in seen[1]
+    assert build._BUILDS.acquire(blocking=False)  # released after the build: the next one starts at once
+    build._BUILDS.release()
