@@ -7,6 +7,7 @@ class ReportsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the task in every process (services queue it by name) and the report kinds.
+        import reports.bundle.build  # noqa: F401
         import reports.evidence.services  # noqa: F401
         import reports.leaderboard.services  # noqa: F401
         import reports.services  # noqa: F401

@@ -51,14 +51,17 @@ Progress = Callable[[float, str], None]
 class ReportKind:
     version: Callable[[dict[str, Any]], str]
     compute: Callable[[dict[str, Any], Progress], dict[str, Any]]
+    # A report has a methods paragraph (reports.methods); a job that makes a file (the publication bundle) has none.
+    methods: bool = True
 
 
 KINDS: dict[str, ReportKind] = {}
 
 
-def register(name: str, *, version: Callable[[dict[str, Any]], str], compute: Callable[[dict[str, Any], Progress], dict[str, Any]]) -> None:
-    """Register a kind of report (done once at import by ``reports.services``)."""
-    KINDS[name] = ReportKind(version, compute)
+def register(name: str, *, version: Callable[[dict[str, Any]], str], compute: Callable[[dict[str, Any], Progress], dict[str, Any]],
+             methods: bool = True) -> None:
+    """Register a kind of report (done once at import by ``reports.services``); ``methods=False``: no methods paragraph."""
+    KINDS[name] = ReportKind(version, compute, methods)
 
 
 def report_key(kind: str, params: dict[str, Any]) -> str:
@@ -92,14 +95,15 @@ def pending_state(row: ReportCache) -> dict[str, Any]:
     }
 
 
-def report_get(kind: str, params: dict[str, Any], *, wait: bool = True) -> dict[str, Any]:
+def report_get(kind: str, params: dict[str, Any], *, wait: bool = True, version: str | None = None) -> dict[str, Any]:
     """Return the report's payload (with ``_cache``), or its pending state (``pending: True``).
 
     ``wait=False`` (pages, API): a cold report is queued and the pending state returned at
     once, unless Celery runs in place. ``wait=True`` (exports, scripts): computed now if needed.
+    ``version``: the report's ``data_version`` when the caller has just computed it.
     """
     key = report_key(kind, params)
-    version = data_version(kind, params)
+    version = version or data_version(kind, params)
     row = ReportCache.objects.filter(key=key).first()
     if row is not None and row.data_version == version and row.status == ReportStatus.READY:
         return {**row.payload, "_cache": _cache_info(row, True)}
@@ -223,7 +227,14 @@ def _not_queued(cache_ids: list[int], cause: str) -> None:
 
 def _computed(kind: str, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """Compute a report and attach its methods paragraph, written from the payload just computed."""
-    return attach_methods(kind, params, KINDS[kind].compute(params, progress))
+    payload = KINDS[kind].compute(params, progress)
+    return attach_methods(kind, params, payload) if KINDS[kind].methods else payload
+
+
+def report_forget(kind: str, params: dict[str, Any], *, data_version: str) -> None:
+    """Take back a ready result whose output outside the database is gone (a file): the next ask computes it again."""
+    ReportCache.objects.filter(key=report_key(kind, params), data_version=data_version, status=ReportStatus.READY).update(
+        data_version="", stage="its file is gone: made again")
 
 
 def _compute_now(kind: str, params: dict[str, Any], key: str, version: str) -> dict[str, Any]:

@@ -415,6 +415,12 @@ EVALSITE_PREFLIGHT_TIMEOUT = float(os.environ.get("EVALSITE_PREFLIGHT_TIMEOUT", 
 EVALSITE_BUNDLE_IMAGES = env_bool("EVALSITE_BUNDLE_IMAGES", True)
 EVALSITE_CHART_BROWSER = os.environ.get("EVALSITE_CHART_BROWSER", "").strip()
 EVALSITE_CHART_IMAGE_TIMEOUT = float(os.environ.get("EVALSITE_CHART_IMAGE_TIMEOUT", "20"))
+# The bundle is built by a worker (never in a request) and kept here, one file per study at its
+# current data version, until the data change (reports.bundle.build). The web server streams it
+# from here: with web and workers on different machines, this folder must be shared by both.
+EVALSITE_BUNDLE_DIR = Path(os.environ.get("EVALSITE_BUNDLE_DIR") or VAR_DIR / "bundles")
+# Bundles one worker process builds at once (each starts a Chromium and holds its zip in memory).
+EVALSITE_BUNDLE_BUILDS = int(os.environ.get("EVALSITE_BUNDLE_BUILDS", "1"))
 
 # Precision planning on the reliability report: the confidence-interval width it aims at; beside
 # each interval the page estimates how many more doubly-rated conversations would reach it.

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
 from evalsite.settings.base import *  # noqa: F403
 
 DEBUG = False
@@ -29,3 +34,6 @@ EVALSITE_API_HOSTS_EXTRA = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 # A bundle's chart images start a Chromium (seconds): the bundle tests that are about them turn
 # them on (tests/reports/test_bundle_images.py); the others export bundles without, which say so.
 EVALSITE_BUNDLE_IMAGES = False
+# Built bundles go to a folder of this test process, never into the checkout's var/.
+EVALSITE_BUNDLE_DIR = Path(tempfile.mkdtemp(prefix="evalsite-test-bundles-"))
+atexit.register(shutil.rmtree, EVALSITE_BUNDLE_DIR, True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import BasePermission
@@ -16,25 +16,50 @@ from core.roles import Role, has_any_role
 from core.uploads import human_bytes, max_upload_bytes
 from reports import selectors
 from reports.api import CanReadReports
-from reports.bundle.export import study_bundle_zip
+from reports.bundle.build import study_bundle_open
 from reports.bundle.importer import bundle_import
 from reports.bundle.lock import bundle_refusal
+
+
+class BundlePending(serializers.Serializer):
+    """The bundle being built (202): poll the same address again after ``Retry-After`` seconds."""
+
+    pending = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["computing", "failed"])
+    progress = serializers.FloatField(help_text="0..1")
+    stage = serializers.CharField(help_text='What the worker does now: "figures: …", "charts: …", "zip: …"')
+    error = serializers.CharField(help_text="Why the build failed (status failed); asked again after a minute, it is retried")
+    job = serializers.IntegerField(help_text="The job's id (the page polls /reports/jobs/ID/)")
+    started_at = serializers.DateTimeField(allow_null=True)
+
+
+# Seconds a client waits before asking again while the bundle is built (a build takes seconds to minutes).
+RETRY_AFTER = 5
 
 
 class StudyBundleView(APIView):
     permission_classes = [CanReadReports]
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    @extend_schema(responses={
+        (200, "application/zip"): OpenApiTypes.BINARY,
+        202: OpenApiResponse(BundlePending, description="Being built by a worker: ask again after Retry-After seconds"),
+        409: OpenApiResponse(OpenApiTypes.OBJECT, description="The study's test set is locked: no bundle (detail says what to do)"),
+    })
     def get(self, request: Request, pk: int) -> HttpResponse:
         """The study's publication bundle (zip): transcripts, ratings, judge labels, instrument, personas, codebook,
-        methods, figures and a manifest with SHA-256 checksums (``docs/formats.md``, "Publication bundle")."""
+        methods, figures and a manifest with SHA-256 checksums (``docs/formats.md``, "Publication bundle").
+
+        A worker builds it, never the request: while it does, 202 with the job's ``status``, ``progress`` (0..1)
+        and ``stage``, and a ``Retry-After`` header; once built, 200 with the zip (kept until the study's data
+        change, so later calls answer at once)."""
         study = selectors.study_get_for_reports(request.user, pk=pk)
         refusal = bundle_refusal(study)
         if refusal:
             return Response({"detail": refusal}, status=409)
-        response = HttpResponse(study_bundle_zip(study=study), content_type="application/zip")
-        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-bundle.zip"'
-        return response
+        state, stream = study_bundle_open(study=study)
+        if stream is None:
+            return Response(state, status=202, headers={"Retry-After": str(RETRY_AFTER)})
+        return FileResponse(stream, as_attachment=True, filename=f"study-{study.pk}-bundle.zip", content_type="application/zip")
 
 
 class CanImportBundle(BasePermission):

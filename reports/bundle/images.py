@@ -30,6 +30,7 @@ from django.conf import settings
 
 import reports.bundle.layout as layout
 from reports.bundle.chart_layouts import image_figure
+from reports.bundle.progress import stage
 
 VENDOR = Path(__file__).resolve().parent.parent.parent / "static" / "vendor" / "plotly"
 # Smallest first: the first that holds every trace type of the figures draws them.
@@ -295,7 +296,9 @@ def write_chart_images(charts: dict[str, Any], put: Callable[[str, bytes], str])
     The images are drawn in one browser session; a chart without them is named with the reason,
     in the manifest and (``summary``) in README.txt, never left out in silence.
     """
+    stage("charts", f"drawing {len(charts)} chart{'s' if len(charts) != 1 else ''} as PNG and SVG")
     rendered = bundle_images({name: image_figure(chart) for name, chart in charts.items()})
+    stage("zip", "writing the codebook, the manifest and the archive")
     made = []
     for name, image in rendered.images.items():
         made.append(put(f"{layout.PNG_DIR}{name}.png", image.png))

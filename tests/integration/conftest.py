@@ -113,6 +113,8 @@ def celery_worker_process(transactional_db, tmp_path):
         "DATABASE_URL": database_url,
         "REDIS_URL": settings.CELERY_BROKER_URL,
         "EVALSITE_VAR_DIR": str(tmp_path),
+        # The folder the web side streams built bundles from: the worker builds them into it (a shared folder).
+        "EVALSITE_BUNDLE_DIR": str(settings.EVALSITE_BUNDLE_DIR),
     }
     app.control.purge()
     log = open(tmp_path / "worker.log", "w")

@@ -92,3 +92,32 @@ def test_the_consensus_is_computed_by_the_worker_while_the_page_shows_its_progre
     assert 'id="report-pending"' in body or "Consensus computed" in body or "Last computed" in body
     page = client.get(f"/studies/{audit.study.pk}/consensus/").content.decode()
     assert "Last computed" in page and "Up to date" in page and 'id="report-pending"' not in page
+
+
+def test_the_publication_bundle_is_built_by_the_worker_while_the_page_and_api_answer_at_once(celery_worker_process):
+    """Issue 32: the request queues the bundle and answers 202; a real worker builds it (charts drawn in its
+    Chromium when there is one) and stores the file the page then offers and the API streams."""
+    import io
+    import json
+    import zipfile
+
+    audit = build_report_study(n_conversations=12, prefix="wb")
+    client = client_for(audit.coordinator)
+    page = client.get(f"/reports/studies/{audit.study.pk}/bundle/")
+    assert page.status_code == 202 and "Building the publication bundle" in page.content.decode()
+    job = page.context["pending"]["job"]
+    stages, deadline = [], time.monotonic() + 180
+    while time.monotonic() < deadline:
+        api = client.get(f"/api/v1/reports/studies/{audit.study.pk}/bundle/")
+        if api.status_code != 202:
+            break
+        assert int(api["Retry-After"]) > 0 and api.json()["job"] == job
+        stages.append(api.json()["stage"])
+        time.sleep(0.3)
+    assert api.status_code == 200, (api.status_code, stages[-3:])
+    body = api.getvalue()
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(body)).read("manifest.json"))
+    assert manifest["app"] == "evalsite" and manifest["files"]
+    done = client.get(f"/reports/studies/{audit.study.pk}/bundle/")
+    assert done.status_code == 200 and "Ready to download" in done.content.decode()
+    assert client.get(f"/reports/studies/{audit.study.pk}/bundle.zip").getvalue() == body

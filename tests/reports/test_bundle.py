@@ -193,12 +193,12 @@ def test_the_page_link_the_api_and_the_commands_give_and_take_the_bundle(demo_bu
     assert answer.status_code == 200, answer.content
     study = Study.objects.get(pk=answer.json()["study"])
     index = client_for(cora).get("/reports/").content.decode()
-    assert f"/reports/studies/{study.pk}/bundle.zip" in index
+    assert f"/reports/studies/{study.pk}/bundle/" in index
     page = client_for(cora).get(f"/reports/studies/{study.pk}/bundle.zip")
     assert page.status_code == 200 and page["Content-Type"] == "application/zip"
     api = client_for(cora).get(f"/api/v1/reports/studies/{study.pk}/bundle/")
     assert api.status_code == 200
-    manifest = json.loads(zipfile.ZipFile(io.BytesIO(api.content)).read("manifest.json"))
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(api.getvalue())).read("manifest.json"))
     assert manifest["app"] == "evalsite" and manifest["app_version"] and manifest["bundle_format"] == 1
     assert client_for(outsider).get(f"/reports/studies/{study.pk}/bundle.zip").status_code == 404
     assert client_for(outsider).get(f"/api/v1/reports/studies/{study.pk}/bundle/").status_code == 403

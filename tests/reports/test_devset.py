@@ -374,7 +374,7 @@ def test_the_bundle_carries_the_split_in_its_methods(dev):
     import zipfile
 
     client = client_for(dev.coordinator)
-    before = zipfile.ZipFile(io.BytesIO(client.get(f"/reports/studies/{dev.study.pk}/bundle.zip").content)).read("METHODS.md").decode()
+    before = zipfile.ZipFile(io.BytesIO(client.get(f"/reports/studies/{dev.study.pk}/bundle.zip").getvalue())).read("METHODS.md").decode()
     assert "Judge development with a locked test set" not in before
     split = _split(dev, seed=4242)
     # Before a look the bundle would carry the locked test set's labels: refused (issue 30).
@@ -382,6 +382,6 @@ def test_the_bundle_carries_the_split_in_its_methods(dev):
     declaration = FinalDeclaration.objects.create(study=dev.study, split=split, run=dev.run_v2, source="ensemble", label="v2")
     HoldoutLook.objects.create(study=dev.study, split=split, declaration=declaration, number=1, data_version="x", status="ready")
     for path in (f"/reports/studies/{dev.study.pk}/bundle.zip",):
-        methods = zipfile.ZipFile(io.BytesIO(client.get(path).content)).read("METHODS.md").decode()
+        methods = zipfile.ZipFile(io.BytesIO(client.get(path).getvalue())).read("METHODS.md").decode()
         assert "## Judge development with a locked test set" in methods
         assert "seed 4242" in methods

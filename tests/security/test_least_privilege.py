@@ -247,7 +247,7 @@ def test_a_bundle_of_study_a_carries_nothing_of_study_b(world, coordinator):
     for url in (f"/reports/studies/{study_a.pk}/bundle.zip", f"/api/v1/reports/studies/{study_a.pk}/bundle/"):
         response = client_for(coordinator).get(url)
         assert response.status_code == 200, url
-        with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        with zipfile.ZipFile(io.BytesIO(response.getvalue())) as archive:
             text = "\n".join(archive.read(name).decode("utf-8", "replace") for name in archive.namelist())
         assert world["conv_a"][0].code in text
         for secret in (B_MODEL, "T-BRAVO", B_SET, "RUN-BRAVO-SECRET", *(c.code for c in world["conv_b"])):

@@ -26,7 +26,7 @@ LABEL_WORDS = re.compile(r"csv|export|zip|bundle|labels|consensus|instances|revi
 
 CHECKED = {
     "annotation:study-consensus-csv", "v1:coordinator-study-consensus", "reports:study-export", "reports:study-bundle",
-    "v1:report-bundle", "judging:run-export", "v1:judge-run-labels", "reports:instances", "reports:instances-csv",
+    "reports:study-bundle-download", "v1:report-bundle", "judging:run-export", "v1:judge-run-labels", "reports:instances", "reports:instances-csv",
     "reports:review", "reports:failure-codes-csv", "reports:judges-csv", "reports:drift-csv",
 }
 EXEMPT = {
@@ -114,7 +114,8 @@ def _urls(dev) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
         "annotation:study-consensus-csv": [f"/studies/{s}/consensus.csv"],
         "v1:coordinator-study-consensus": [f"/api/v1/studies/{s}/consensus/?page_size=1000"],
         "reports:study-export": [f"/reports/studies/{s}/export.zip"],
-        "reports:study-bundle": [f"/reports/studies/{s}/bundle.zip"],
+        "reports:study-bundle": [f"/reports/studies/{s}/bundle/"],
+        "reports:study-bundle-download": [f"/reports/studies/{s}/bundle.zip"],
         "v1:report-bundle": [f"/api/v1/reports/studies/{s}/bundle/"],
         "judging:run-export": [f"/judging/runs/{run}/export/{fmt}.csv" for fmt in ("long", "dimensions", "ensemble")],
         "v1:judge-run-labels": [f"/api/v1/judge-runs/{run}/labels/?as={fmt}" for fmt in ("long", "dimensions", "ensemble")],
@@ -150,8 +151,9 @@ def test_no_url_returns_a_label_of_the_locked_test_set(locked):
 def test_the_bundle_is_refused_with_what_to_do_and_the_exports_say_what_they_withhold(locked):
     dev, _, test, _ = locked
     client = client_for(dev.researcher)
-    response = client.get(f"/reports/studies/{dev.study.pk}/bundle.zip")
-    assert response.status_code == 409 and b"locked test set" in response.content
+    for page in (f"/reports/studies/{dev.study.pk}/bundle/", f"/reports/studies/{dev.study.pk}/bundle.zip"):
+        response = client.get(page)
+        assert response.status_code == 409 and b"locked test set" in response.content
     assert client.get(f"/api/v1/reports/studies/{dev.study.pk}/bundle/").status_code == 409
     assert "12 conversations of a locked test set" in client.get(f"/studies/{dev.study.pk}/consensus.csv")["X-Evalsite-Withheld"]
     assert "locked test set" in client.get(f"/judging/runs/{dev.run_v2.pk}/export/long.csv")["X-Evalsite-Withheld"]
