@@ -170,7 +170,7 @@ def main() -> int:
     code = StudyConversation.objects.filter(study_id=args.study).order_by("conversation_id").values_list("conversation__code", flat=True).first()
     visitor.page("review-alone", f"{s}/review/{code}/?run={args.run}")
     study_zip = export(client, "study-export", f"{s}/export.zip")
-    bundle = export(client, "bundle-export", f"{s}/bundle.zip")
+    bundle = bundle_export(client, f"/api/v1/reports/studies/{args.study}/bundle/")
     if bundle is not None:
         Path(args.bundle_out).write_bytes(bundle)
     return 1 if visitor.failed or study_zip is None or bundle is None else 0
@@ -187,6 +187,35 @@ def export(client: Any, workload: str, url: str) -> bytes | None:
         why.append(f"{wall:.1f}s>{COLD_GOAL_S:.0f}s_built_in_the_request")
     print(result_line(workload, status=response.status_code, wall_s=wall, mb=len(data) / 2**20,
                       streamed="yes" if response.streaming else "no", target=f"<={COLD_GOAL_S:.0f}s",
+                      **verdict(not why, ",".join(why))), flush=True)
+    return data if response.status_code == 200 else None
+
+
+def bundle_export(client: Any, url: str, patience_s: float = 1800.0) -> bytes | None:
+    """Ask the API for the publication bundle until a worker has built it (202 until then); return its bytes.
+
+    Times the whole wait (the build, by a worker) and the slowest single request: the bundle is
+    never built in a request, so each answer is a state or the stored file streamed.
+    """
+    started, slowest, polls = time.perf_counter(), 0.0, 0
+    while True:
+        asked = time.perf_counter()
+        response = client.get(url)
+        data = b"".join(response.streaming_content) if response.streaming else response.content
+        slowest, polls = max(slowest, time.perf_counter() - asked), polls + 1
+        if response.status_code != 202 or time.perf_counter() - started > patience_s:
+            break
+        time.sleep(0.5)
+    wall = time.perf_counter() - started
+    why = [] if response.status_code == 200 else [f"status_{response.status_code}"]
+    if wall > COLD_GOAL_S:
+        why.append(f"built_in_{wall:.1f}s>{COLD_GOAL_S:.0f}s")
+    if slowest * 1000 > WARM_GOAL_MS:
+        why.append(f"slowest_request_{slowest * 1000:.0f}ms>{WARM_GOAL_MS:.0f}ms")
+    print(result_line("bundle-export", status=response.status_code, computed_by_worker="yes", wall_s=wall,
+                      slowest_request_ms=slowest * 1000, polls=polls, mb=len(data) / 2**20,
+                      streamed="yes" if response.streaming else "no",
+                      target=f"built<={COLD_GOAL_S:.0f}s,request<={WARM_GOAL_MS:.0f}ms",
                       **verdict(not why, ",".join(why))), flush=True)
     return data if response.status_code == 200 else None
 
