@@ -282,12 +282,12 @@ def bare_loop(
         lines.append(line("bare-acompletion", wall, cpu))
 
     async def sdk_loop() -> None:
-        # The floor: the openai SDK on httpx's own client, what simulation.llm.direct sends through.
-        import httpx
+        # The floor: the openai SDK as it comes (its own default HTTP client). simulation.llm.direct
+        # hands it litellm's aiohttp transport instead (docs/engine.md: httpx's own pool costs
+        # 20 ms of CPU per call at 100 in flight), so the app's path can come out below this line.
         import openai
 
-        transport = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None, max_keepalive_connections=100))
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0, timeout=60, http_client=transport)
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0, timeout=60)
         sdk_kwargs: dict[str, Any] = dict(model="bare", messages=body)
         if response_format is not None:
             sdk_kwargs["response_format"] = response_format
@@ -311,7 +311,7 @@ def bare_loop(
         await asyncio.gather(*(one() for _ in range(conversations)))
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
         lines.append(line("openai-sdk", wall, cpu))
-        await transport.aclose()
+        await client.close()
 
     asyncio.run(async_loop())
     asyncio.run(sdk_loop())
