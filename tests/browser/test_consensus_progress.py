@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 
 from annotation.consensus.jobs import consensus_job_run
 from annotation.management.commands.seed_demo import DEMO_USERS
@@ -25,7 +26,9 @@ def test_the_consensus_page_shows_the_workers_progress_then_reloads_up_to_date(p
     page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width], strict=True)))
     log_in(page, "coordinator", PASSWORDS["coordinator"])
     # A job as the page's button queues it, waiting for a worker (no worker in this test).
-    job = ConsensusJob.objects.create(study=study, stage="queued: waiting for a worker",
+    # queued_at set as consensus_request sets it: a job without one reads as a lost message,
+    # which any sweep sends again at once.
+    job = ConsensusJob.objects.create(study=study, stage="queued: waiting for a worker", queued_at=timezone.now(),
                                       requested_by=User.objects.get(username="coordinator"))
     page.goto(f"/studies/{study.pk}/consensus/")
     page.wait_for_selector("#report-pending")
