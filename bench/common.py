@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -259,14 +259,15 @@ def bare_loop(
         return result_line(workload, mode=mode, ratio=wall / ideal, cpu_ms_per_call=cpu * 1000 / calls, rss_mb=rss_mb(),
                            wall_s=wall, ideal_s=ideal, calls=calls, errors=errors.get(mode, 0), **extra)
 
-    async def async_loop() -> None:
+    async def timed(mode: str, send: Callable[[], Awaitable[Any]]) -> None:
+        """Run the workload on one event loop through ``send``, after a warm-up call; add its line."""
         gate = asyncio.Semaphore(concurrency)
 
         async def call() -> None:
             try:
-                await litellm.acompletion(**kwargs)
+                await send()
             except Exception as exc:  # counted, never the end of the benchmark
-                failed("bare-acompletion", exc)
+                failed(mode, exc)
 
         async def one() -> None:
             async with gate:
@@ -274,12 +275,15 @@ def bare_loop(
                     await call()
 
         await call()  # warm-up: client and connection
-        errors.pop("bare-acompletion", None)
-        kinds.pop("bare-acompletion", None)
+        errors.pop(mode, None)
+        kinds.pop(mode, None)
         cpu0, t0 = cpu_seconds(), time.perf_counter()
         await asyncio.gather(*(one() for _ in range(conversations)))
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-        lines.append(line("bare-acompletion", wall, cpu))
+        lines.append(line(mode, wall, cpu))
+
+    async def async_loop() -> None:
+        await timed("bare-acompletion", lambda: litellm.acompletion(**kwargs))
 
     async def sdk_loop() -> None:
         # The floor: the openai SDK as it comes (its own default HTTP client). simulation.llm.direct
@@ -291,26 +295,7 @@ def bare_loop(
         sdk_kwargs: dict[str, Any] = dict(model="bare", messages=body)
         if response_format is not None:
             sdk_kwargs["response_format"] = response_format
-        gate = asyncio.Semaphore(concurrency)
-
-        async def call() -> None:
-            try:
-                await client.chat.completions.create(**sdk_kwargs)
-            except Exception as exc:  # counted, never the end of the benchmark
-                failed("openai-sdk", exc)
-
-        async def one() -> None:
-            async with gate:
-                for _ in range(messages):
-                    await call()
-
-        await call()  # warm-up: client and connection
-        errors.pop("openai-sdk", None)
-        kinds.pop("openai-sdk", None)
-        cpu0, t0 = cpu_seconds(), time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(conversations)))
-        wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-        lines.append(line("openai-sdk", wall, cpu))
+        await timed("openai-sdk", lambda: client.chat.completions.create(**sdk_kwargs))
         await client.close()
 
     asyncio.run(async_loop())
