@@ -55,8 +55,9 @@ DIMENSION_COLUMNS = [
 ENSEMBLE_COLUMNS = ["run", "conversation", "item", "label", "provenance", "votes", "rule"]
 
 
-def _snapshot(run: JudgeRun, judge_id: int) -> dict:
-    return run.config.get("judges", {}).get(str(judge_id), {})
+def _snapshot(config: dict, judge_id: int) -> dict:
+    """Return a run's snapshot of one judge (name, provider, model) from the run's ``config``."""
+    return (config or {}).get("judges", {}).get(str(judge_id), {})
 
 
 def _labels(runs: QuerySet[JudgeRun], kinds: list[str], only: Any = None) -> QuerySet[JudgeLabel]:
@@ -76,10 +77,10 @@ def long_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[objec
     # Plain values and each run's judge snapshots read once: a study's export has 100,000s of
     # labels, and a model instance per label with its result, run and conversation (their JSON
     # fields decoded on every row) cost most of the export's time.
-    judges = {pk: config.get("judges", {}) for pk, config in JudgeRun.objects.filter(pk__in=runs.values("pk")).values_list("pk", "config")}
+    configs = dict(JudgeRun.objects.filter(pk__in=runs.values("pk")).values_list("pk", "config"))
     rows = _labels(runs, [LabelKind.ITEM, LabelKind.QUESTION, LabelKind.DIMENSION], only).values_list(*LONG_FIELDS)
     for run_id, code, judge_id, instance, kind, item_key, label, status, rationale, evidence, missing_reason in rows.iterator(chunk_size=2000):
-        snap = judges.get(run_id, {}).get(str(judge_id), {})
+        snap = _snapshot(configs.get(run_id, {}), judge_id)
         yield [
             run_id,
             code,
@@ -114,7 +115,7 @@ def dimension_rows(runs: QuerySet[JudgeRun], only: Any = None) -> Iterator[list[
     for label in JudgeLabel.objects.filter(result__in=results, kind=LabelKind.DIMENSION).order_by("position"):
         labels.setdefault(label.result_id, []).append(label)
     for result in results.iterator(chunk_size=1000):
-        snap = _snapshot(result.run, result.judge_id)
+        snap = _snapshot(result.run.config, result.judge_id)
         path = _path_text(result.path)
         for label in labels.get(result.pk, []):
             yield [

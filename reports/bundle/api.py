@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -19,6 +19,7 @@ from reports.api import CanReadReports
 from reports.bundle.build import study_bundle_open
 from reports.bundle.importer import bundle_import
 from reports.bundle.lock import bundle_refusal
+from reports.bundle.views import bundle_download
 
 
 class BundlePending(serializers.Serializer):
@@ -59,7 +60,7 @@ class StudyBundleView(APIView):
         state, stream = study_bundle_open(study=study)
         if stream is None:
             return Response(state, status=202, headers={"Retry-After": str(RETRY_AFTER)})
-        return FileResponse(stream, as_attachment=True, filename=f"study-{study.pk}-bundle.zip", content_type="application/zip")
+        return bundle_download(study, stream)
 
 
 class CanImportBundle(BasePermission):

@@ -8,6 +8,8 @@ study's test set is locked (``reports.bundle.lock``).
 
 from __future__ import annotations
 
+from typing import BinaryIO
+
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
@@ -52,4 +54,9 @@ def study_bundle_download(request: HttpRequest, pk: int) -> HttpResponse:
     _, stream = study_bundle_open(study=study)
     if stream is None:  # being built: the page shows its progress, then offers the download
         return redirect("reports:study-bundle", pk=study.pk)
+    return bundle_download(study, stream)
+
+
+def bundle_download(study: Study, stream: BinaryIO) -> FileResponse:
+    """Return the stored bundle as the download both the page and the API give (streamed, named by study)."""
     return FileResponse(stream, as_attachment=True, filename=f"study-{study.pk}-bundle.zip", content_type="application/zip")

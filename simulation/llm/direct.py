@@ -127,8 +127,9 @@ async def aclose_clients() -> None:
 
 
 def forget_clients() -> None:
-    """Drop every cached client (a forked child must not share its parent's sockets)."""
+    """Drop every cached client (a forked child must not share its parent's sockets, nor close them at its exit)."""
     _clients.clear()
+    _transports.clear()
 
 
 async def acomplete(call: PreparedCall) -> Any:
